@@ -1,4 +1,31 @@
-//! parloop: data-parallel loops over unstructured meshes on any GPU through WebGPU (wgpu).
+//! parloop runs data-parallel loops over unstructured meshes on any GPU through WebGPU (wgpu).
+//!
+//! Declare sets, data on sets ([`Dat`]) and maps between sets, write kernels in WGSL, and call
+//! [`Context::par_loop`]. Nothing runs until the program looks at a result; then the loops that
+//! result needs are grouped, compiled to WGSL compute shaders, and submitted at once.
+//!
+//! The stages, one module each (see ARCHITECTURE.md): [`trace`] (lazy recording) ->
+//! [`graph`] (loop-graph partitioning) -> [`plan`] (mini-partitions and colouring) ->
+//! [`codegen`] (WGSL) -> [`runtime`] (wgpu).
 
+pub mod codegen;
+mod context;
+pub mod data;
+pub mod error;
+pub(crate) mod fuse;
 pub mod graph;
+pub mod kernel;
+pub mod plan;
+pub mod runtime;
+pub mod trace;
+pub mod types;
 pub mod util;
+
+pub use codegen::Staging;
+pub use context::{Config, Context};
+pub use data::{Arg, ConstValue, Dat, Global, IterSpace, Map, Sections, Set, Subset};
+pub use error::{Error, Result};
+pub use kernel::{HostArgs, Kernel};
+pub use runtime::Stats;
+pub use runtime::lower::Strategy;
+pub use types::{Access, DType, Scalar};

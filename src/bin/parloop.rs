@@ -28,6 +28,9 @@ mod cli {
 
     #[derive(Subcommand)]
     enum Command {
+        /// List the adapters found, the one parloop picks (PARLOOP_ADAPTER, PARLOOP_BACKEND),
+        /// its key limits and features.
+        Info,
         /// Partition a loop graph (JSON) into the fewest valid loops.
         Partition {
             /// The graph: {"nodes": [{"id", "location", "target", "cached", "reducing", "needs"}]}
@@ -71,6 +74,14 @@ mod cli {
 
     fn run(command: Command) -> Result<String, String> {
         match command {
+            Command::Info => {
+                let choice = parloop::runtime::AdapterChoice::parse(
+                    &std::env::var("PARLOOP_ADAPTER").unwrap_or_default(),
+                );
+                Ok(pollster::block_on(parloop::runtime::device::report(
+                    &choice,
+                )))
+            }
             Command::Partition {
                 file,
                 algorithm,

@@ -1,0 +1,838 @@
+//! Codegen: a loop group (one or more loops over one iteration space, fused) becomes one WGSL
+//! compute shader. Per element the wrapper gathers each argument into a local array, calls the
+//! user's kernel with pointers to them, and scatters or reduces the results; direct values pass
+//! from loop to loop in registers. How racing increments are applied depends on the schedule:
+//! per colour (global colouring), per thread colour inside a mini-partition staged in workgroup
+//! memory (hierarchical), or with atomics.
+//!
+//! Owns: the WGSL text and its validation with naga. Must never: touch buffers or the device
+//! (bindings are described by [`BindingIr`]; the runtime binds them in this order).
+
+pub mod reduce;
+pub mod wgsl;
+
+use crate::data::ConstValue;
+use crate::types::{Access, DType};
+use std::fmt::Write;
+use wgsl::{const_decl, ident};
+
+/// How a group's iteration positions are scheduled.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Schedule {
+    /// One invocation per position; nothing races.
+    Direct,
+    /// Racing arguments applied with native atomics (f32 add needs SHADER_FLOAT32_ATOMIC;
+    /// f32 min/max use a compare-and-swap loop; integers are native).
+    Atomics,
+    /// Racing f32 arguments applied with compare-and-swap loops on u32 bit patterns.
+    Cas,
+    /// Positions sorted by colour (plan array), one dispatch per colour.
+    GlobalColour,
+    /// One workgroup per mini-partition; thread colours inside; block colours across dispatches.
+    Hierarchical(Staging),
+}
+
+/// What a hierarchical loop stages in workgroup memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Staging {
+    /// Nothing: increments go to global memory colour by colour (storage barriers).
+    None,
+    /// Racing (incremented) data only.
+    #[default]
+    Inc,
+    /// Racing data and indirectly read data.
+    All,
+}
+
+/// What a storage binding holds.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum BindingKind {
+    Dat {
+        dtype: DType,
+        dim: usize,
+    },
+    Global {
+        dtype: DType,
+        dim: usize,
+    },
+    Map {
+        arity: usize,
+    },
+    /// The subset's element list.
+    Subset,
+    /// The packed plan arrays.
+    Plan,
+    /// Reduction partials (u32 words).
+    Scratch,
+}
+
+/// How the shader sees a binding's elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Atomic {
+    No,
+    /// `atomic<T>` of the data's own type (f32 needs SHADER_FLOAT32_ATOMIC).
+    Native,
+    /// `atomic<u32>` over the bit patterns (compare-and-swap).
+    Bits,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct BindingIr {
+    /// A readable name for comments and the WGSL identifier.
+    pub name: String,
+    pub kind: BindingKind,
+    pub writable: bool,
+    pub atomic: Atomic,
+}
+
+/// A direct Dat's per-element value, held in a register across the group's loops.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RegisterIr {
+    /// None: ephemeral (no buffer; lives only in the register).
+    pub binding: Option<usize>,
+    pub dtype: DType,
+    pub dim: usize,
+    /// Read from memory before the first loop.
+    pub load: bool,
+    /// Written back after the last loop.
+    pub store: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ArgSource {
+    /// A direct Dat through register `reg`.
+    Direct { reg: usize },
+    /// A Dat through a map; `idx` None means all indices. `staged` is the staged-map slot
+    /// (hierarchical schedules), when the data lives in workgroup memory.
+    Indirect {
+        dat: usize,
+        map: usize,
+        arity: usize,
+        idx: Option<usize>,
+        staged: Option<usize>,
+    },
+    /// A Global; reductions accumulate into reduction `red`.
+    Global { binding: usize, red: Option<usize> },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ArgIr {
+    pub dtype: DType,
+    /// Values the kernel sees (dim, or arity x dim).
+    pub width: usize,
+    pub dim: usize,
+    pub access: Access,
+    pub source: ArgSource,
+    /// A comment for the generated code ("`q` through `pecell`[0], READ").
+    pub what: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LoopIr {
+    pub kernel: String,
+    pub args: Vec<ArgIr>,
+}
+
+/// A Global reduction of the group: per-workgroup partials go to scratch, then a finalize pass.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ReductionIr {
+    pub binding: usize,
+    pub dtype: DType,
+    pub dim: usize,
+    pub access: Access,
+}
+
+/// A staged map (hierarchical): `maxu` is the most distinct targets any block touches.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct StagedMapIr {
+    pub map: usize,
+    pub arity: usize,
+    pub maxu: usize,
+}
+
+/// Everything codegen needs about one loop group.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct GroupIr {
+    /// One line per loop, for the header comment.
+    pub comments: Vec<String>,
+    pub loops: Vec<LoopIr>,
+    pub bindings: Vec<BindingIr>,
+    pub registers: Vec<RegisterIr>,
+    pub reductions: Vec<ReductionIr>,
+    pub staged: Vec<StagedMapIr>,
+    /// (name, WGSL source) of each distinct kernel.
+    pub kernels: Vec<(String, String)>,
+    pub consts: Vec<(String, ConstValue)>,
+    pub schedule: Schedule,
+    pub subset: Option<usize>,
+    pub plan: Option<usize>,
+    pub scratch: Option<usize>,
+    pub workgroup_size: u32,
+}
+
+/// The uniform parameters of one dispatch (binding 0, dynamic offset).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct Params {
+    /// Positions (or blocks, for hierarchical) in this dispatch.
+    pub n: u32,
+    /// First position (or first entry of the block order).
+    pub base: u32,
+    /// First reduction slot of this dispatch.
+    pub wg_base: u32,
+    /// Reduction slots of the whole group (the scratch stride).
+    pub slots: u32,
+    /// Workgroups that carry work (the rest of a 2-D grid idles).
+    pub nwg: u32,
+    pub pad: [u32; 3],
+}
+
+/// Words of the plan header (offsets of the plan arrays) before the staged maps' entries.
+pub const PLAN_HEADER_FIXED: usize = 5;
+/// Plan header entries per staged map.
+pub const PLAN_HEADER_PER_MAP: usize = 3;
+
+impl GroupIr {
+    fn var(&self, b: usize) -> String {
+        let prefix = match self.bindings[b].kind {
+            BindingKind::Dat { .. } => "pl_d",
+            BindingKind::Global { .. } => "pl_g",
+            BindingKind::Map { .. } => "pl_m",
+            BindingKind::Subset => return "pl_subset".into(),
+            BindingKind::Plan => return "pl_plan".into(),
+            BindingKind::Scratch => return "pl_scratch".into(),
+        };
+        let id = ident(&self.bindings[b].name);
+        if id.is_empty() {
+            format!("{prefix}{b}")
+        } else {
+            format!("{prefix}{b}_{id}")
+        }
+    }
+    fn hierarchical(&self) -> Option<Staging> {
+        match self.schedule {
+            Schedule::Hierarchical(s) => Some(s),
+            _ => None,
+        }
+    }
+    /// Workgroup memory the shader declares, in bytes.
+    pub fn workgroup_bytes(&self) -> usize {
+        let wg = self.workgroup_size as usize;
+        let red = self.reduction_dtypes().len() * wg * 4;
+        let staged: usize = self
+            .staged_dats()
+            .iter()
+            .map(|&(s, _, dim)| self.staged[s].maxu * dim * 4)
+            .sum();
+        red + staged + if self.hierarchical().is_some() { 16 } else { 0 }
+    }
+    fn reduction_dtypes(&self) -> Vec<DType> {
+        let mut v: Vec<DType> = self.reductions.iter().map(|r| r.dtype).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+    /// (staged map slot, dat binding, dim) of every Dat staged in workgroup memory.
+    fn staged_dats(&self) -> Vec<(usize, usize, usize)> {
+        let mut v = Vec::new();
+        for lp in &self.loops {
+            for a in &lp.args {
+                if let ArgSource::Indirect {
+                    dat,
+                    staged: Some(s),
+                    ..
+                } = a.source
+                {
+                    if !v.iter().any(|&(s2, d2, _)| s2 == s && d2 == dat) {
+                        v.push((s, dat, a.dim));
+                    }
+                }
+            }
+        }
+        v
+    }
+    fn staged_var(&self, s: usize, dat: usize) -> String {
+        format!("pl_s{s}_{}", self.var(dat).trim_start_matches("pl_"))
+    }
+}
+
+/// Generates the WGSL module of a group.
+pub fn generate(g: &GroupIr) -> String {
+    let mut w = String::new();
+    header(g, &mut w);
+    declarations(g, &mut w);
+    main_fn(g, &mut w);
+    w
+}
+
+fn header(g: &GroupIr, w: &mut String) {
+    let _ = writeln!(
+        w,
+        "// parloop loop group ({} loop{}):",
+        g.loops.len(),
+        if g.loops.len() == 1 { "" } else { "s" }
+    );
+    for c in &g.comments {
+        let _ = writeln!(w, "//   {c}");
+    }
+    let _ = writeln!(w, "// schedule: {:?}\n", g.schedule);
+}
+
+fn declarations(g: &GroupIr, w: &mut String) {
+    w.push_str(
+        "struct PlParams {\n    n: u32,\n    base: u32,\n    wg_base: u32,\n    slots: u32,\n    \
+         nwg: u32,\n    pad0: u32,\n    pad1: u32,\n    pad2: u32,\n}\n\n\
+         @group(0) @binding(0) var<uniform> pl: PlParams;\n",
+    );
+    for (b, bind) in g.bindings.iter().enumerate() {
+        let elem = match (&bind.kind, bind.atomic) {
+            (BindingKind::Dat { dtype, .. } | BindingKind::Global { dtype, .. }, Atomic::No) => {
+                dtype.wgsl().to_string()
+            }
+            (
+                BindingKind::Dat { dtype, .. } | BindingKind::Global { dtype, .. },
+                Atomic::Native,
+            ) => {
+                format!("atomic<{dtype}>")
+            }
+            (_, Atomic::Bits) => "atomic<u32>".to_string(),
+            _ => "u32".to_string(),
+        };
+        let mode = if bind.writable { "read_write" } else { "read" };
+        let _ = writeln!(
+            w,
+            "@group(0) @binding({}) var<storage, {mode}> {}: array<{elem}>; // {}",
+            b + 1,
+            g.var(b),
+            bind.name
+        );
+    }
+    w.push('\n');
+    for (name, v) in &g.consts {
+        let _ = writeln!(w, "{}", const_decl(name, v));
+    }
+    if !g.consts.is_empty() {
+        w.push('\n');
+    }
+    for (name, src) in &g.kernels {
+        let _ = writeln!(w, "// ---- kernel `{name}` ----\n{}\n", src.trim_end());
+    }
+    let wg = g.workgroup_size;
+    for dt in g.reduction_dtypes() {
+        let _ = writeln!(w, "var<workgroup> pl_red_{dt}: array<{dt}, {wg}>;");
+    }
+    if g.hierarchical().is_some() {
+        w.push_str(
+            "struct PlBlock {\n    id: u32,\n    first: u32,\n    count: u32,\n    ncol: u32,\n}\n\
+             var<workgroup> pl_blk: PlBlock;\n",
+        );
+        for (s, dat, dim) in g.staged_dats() {
+            let BindingKind::Dat { dtype, .. } = g.bindings[dat].kind else {
+                continue;
+            };
+            let n = (g.staged[s].maxu * dim).max(1);
+            let _ = writeln!(
+                w,
+                "var<workgroup> {}: array<{dtype}, {n}>;",
+                g.staged_var(s, dat)
+            );
+        }
+    }
+    w.push('\n');
+}
+
+/// The op that combines two values for a reduction access.
+fn combine(access: Access, a: &str, b: &str) -> String {
+    match access {
+        Access::Min => format!("min({a}, {b})"),
+        Access::Max => format!("max({a}, {b})"),
+        _ => format!("{a} + {b}"),
+    }
+}
+
+fn main_fn(g: &GroupIr, w: &mut String) {
+    let wg = g.workgroup_size;
+    let _ = writeln!(
+        w,
+        "@compute @workgroup_size({wg})\nfn pl_main(@builtin(workgroup_id) pl_wid: vec3<u32>, \
+         @builtin(num_workgroups) pl_nwgs: vec3<u32>, @builtin(local_invocation_index) pl_lid: u32) {{\n    \
+         let pl_wg = pl_wid.y * pl_nwgs.x + pl_wid.x;"
+    );
+    // Per-thread reduction accumulators, and Global READ values.
+    for (r, red) in g.reductions.iter().enumerate() {
+        let _ = writeln!(
+            w,
+            "    var pl_acc{r}: array<{}, {}>;\n    for (var pl_k = 0u; pl_k < {}u; pl_k++) {{ pl_acc{r}[pl_k] = {}; }}",
+            red.dtype,
+            red.dim,
+            red.dim,
+            red.dtype.identity(red.access)
+        );
+    }
+    match g.hierarchical() {
+        Some(staging) => hierarchical_main(g, staging, w),
+        None => flat_main(g, w),
+    }
+    reduction_epilogue(g, w);
+    w.push_str("}\n");
+}
+
+fn flat_main(g: &GroupIr, w: &mut String) {
+    let wg = g.workgroup_size;
+    let _ = writeln!(
+        w,
+        "    let pl_i = pl_wg * {wg}u + pl_lid;\n    if (pl_i < pl.n) {{\n        let pl_p = pl.base + pl_i;"
+    );
+    let e = match (&g.schedule, g.subset, g.plan) {
+        (Schedule::GlobalColour, _, Some(plan)) => format!("{}[pl_p]", g.var(plan)),
+        (_, Some(sub), _) => format!("{}[pl_p]", g.var(sub)),
+        _ => "pl_p".to_string(),
+    };
+    let _ = writeln!(w, "        let pl_e = {e};");
+    element_body(g, w, "        ", &Racing::Immediate);
+    w.push_str("    }\n");
+}
+
+/// Where racing increments go after a kernel call.
+enum Racing {
+    /// Applied right away (colouring made them safe, or atomics).
+    Immediate,
+    /// Left in the locals `pl_r{n}` for the colour loop (hierarchical).
+    Deferred,
+}
+
+/// Racing arguments of the group, numbered in order: (loop, arg).
+fn racing_args(g: &GroupIr) -> Vec<(usize, usize)> {
+    let mut v = Vec::new();
+    for (l, lp) in g.loops.iter().enumerate() {
+        for (a, arg) in lp.args.iter().enumerate() {
+            if matches!(arg.source, ArgSource::Indirect { .. }) && arg.access.is_reduction() {
+                v.push((l, a));
+            }
+        }
+    }
+    v
+}
+
+/// The gathered/scattered body for one element `pl_e` (position `pl_p`).
+fn element_body(g: &GroupIr, w: &mut String, ind: &str, racing: &Racing) {
+    for (r, reg) in g.registers.iter().enumerate() {
+        let _ = writeln!(w, "{ind}var pl_v{r}: array<{}, {}>;", reg.dtype, reg.dim);
+        if let (true, Some(b)) = (reg.load, reg.binding) {
+            let _ = writeln!(
+                w,
+                "{ind}for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{ pl_v{r}[pl_k] = {}[pl_e * {d}u + pl_k]; }}",
+                g.var(b),
+                d = reg.dim
+            );
+        }
+    }
+    let racers = racing_args(g);
+    for (l, lp) in g.loops.iter().enumerate() {
+        let _ = writeln!(w, "{ind}// loop {}: `{}`\n{ind}{{", l + 1, lp.kernel);
+        let inner = format!("{ind}    ");
+        let mut call_args = Vec::new();
+        let mut after = String::new();
+        for (a, arg) in lp.args.iter().enumerate() {
+            let local = format!("pl_a{l}_{a}");
+            let deferred = matches!(racing, Racing::Deferred) && racers.contains(&(l, a));
+            let name = if deferred {
+                format!(
+                    "pl_r{}",
+                    racers.iter().position(|&x| x == (l, a)).unwrap_or(0)
+                )
+            } else {
+                local.clone()
+            };
+            let _ = writeln!(w, "{inner}// arg {}: {}", a + 1, arg.what);
+            match &arg.source {
+                ArgSource::Direct { reg } => {
+                    let reused = lp.args[..a]
+                        .iter()
+                        .any(|o| matches!(o.source, ArgSource::Direct { reg: r2 } if r2 == *reg));
+                    if arg.access.is_reduction() {
+                        declare_identity(w, &inner, &local, arg);
+                        let _ = writeln!(
+                            &mut after,
+                            "{inner}for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{ pl_v{reg}[pl_k] = {}; }}",
+                            combine(
+                                arg.access,
+                                &format!("pl_v{reg}[pl_k]"),
+                                &format!("{local}[pl_k]")
+                            ),
+                            d = arg.dim
+                        );
+                        call_args.push(format!("&{local}"));
+                    } else if reused {
+                        let _ = writeln!(w, "{inner}var {local} = pl_v{reg};");
+                        call_args.push(format!("&{local}"));
+                    } else {
+                        call_args.push(format!("&pl_v{reg}"));
+                    }
+                }
+                ArgSource::Global { binding, red } => {
+                    match red {
+                        Some(r) => {
+                            declare_identity(w, &inner, &local, arg);
+                            let _ = writeln!(
+                                &mut after,
+                                "{inner}for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{ pl_acc{r}[pl_k] = {}; }}",
+                                combine(
+                                    arg.access,
+                                    &format!("pl_acc{r}[pl_k]"),
+                                    &format!("{local}[pl_k]")
+                                ),
+                                d = arg.dim
+                            );
+                        }
+                        None => {
+                            let _ = writeln!(
+                                w,
+                                "{inner}var {local}: array<{}, {d}>;\n{inner}for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{ {local}[pl_k] = {}[pl_k]; }}",
+                                arg.dtype,
+                                g.var(*binding),
+                                d = arg.dim
+                            );
+                        }
+                    }
+                    call_args.push(format!("&{local}"));
+                }
+                ArgSource::Indirect {
+                    dat,
+                    map,
+                    arity,
+                    idx,
+                    staged,
+                } => {
+                    let idxs: Vec<usize> = match idx {
+                        Some(j) => vec![*j],
+                        None => (0..*arity).collect(),
+                    };
+                    if !deferred {
+                        if arg.access.is_reduction() {
+                            declare_identity(w, &inner, &local, arg);
+                        } else {
+                            let _ = writeln!(
+                                w,
+                                "{inner}var {local}: array<{}, {}>;",
+                                arg.dtype, arg.width
+                            );
+                        }
+                    }
+                    let map_index = |j: usize| format!("{}[pl_e * {arity}u + {j}u]", g.var(*map));
+                    if arg.access.loads() {
+                        for (slot, &j) in idxs.iter().enumerate() {
+                            let (index, src) = match staged {
+                                Some(s) => (g2l(g, *s, j), g.staged_var(*s, *dat)),
+                                None => (map_index(j), g.var(*dat)),
+                            };
+                            let _ = writeln!(
+                                w,
+                                "{inner}{{ let pl_t = {index}; for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{ {local}[{off}u + pl_k] = {src}[pl_t * {d}u + pl_k]; }} }}",
+                                d = arg.dim,
+                                off = slot * arg.dim
+                            );
+                        }
+                    }
+                    for (slot, &j) in idxs.iter().enumerate() {
+                        let target = format!("pl_t * {}u + pl_k", arg.dim);
+                        let value = format!("{name}[{}u + pl_k]", slot * arg.dim);
+                        if arg.access.stores() {
+                            let _ = writeln!(
+                                &mut after,
+                                "{inner}{{ let pl_t = {}; for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{ {}[{target}] = {value}; }} }}",
+                                map_index(j),
+                                g.var(*dat),
+                                d = arg.dim
+                            );
+                        } else if arg.access.is_reduction() && !deferred {
+                            let apply = apply_racing(g, *dat, arg, &target, &value, &inner);
+                            let _ = write!(
+                                &mut after,
+                                "{inner}{{\n{inner}let pl_t = {};\n{inner}for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{\n{apply}{inner}}}\n{inner}}}\n",
+                                map_index(j),
+                                d = arg.dim
+                            );
+                        }
+                    }
+                    call_args.push(format!("&{name}"));
+                }
+            }
+        }
+        let _ = writeln!(w, "{inner}{}({});", lp.kernel, call_args.join(", "));
+        w.push_str(&after);
+        let _ = writeln!(w, "{ind}}}");
+    }
+    for (r, reg) in g.registers.iter().enumerate() {
+        if let (true, Some(b)) = (reg.store, reg.binding) {
+            let _ = writeln!(
+                w,
+                "{ind}for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{ {}[pl_e * {d}u + pl_k] = pl_v{r}[pl_k]; }}",
+                g.var(b),
+                d = reg.dim
+            );
+        }
+    }
+}
+
+fn declare_identity(w: &mut String, ind: &str, local: &str, arg: &ArgIr) {
+    let _ = writeln!(
+        w,
+        "{ind}var {local}: array<{t}, {n}>;\n{ind}for (var pl_k = 0u; pl_k < {n}u; pl_k++) {{ {local}[pl_k] = {}; }}",
+        arg.dtype.identity(arg.access),
+        t = arg.dtype,
+        n = arg.width
+    );
+}
+
+/// The local index of map index j of position pl_p in staged map s.
+fn g2l(g: &GroupIr, s: usize, j: usize) -> String {
+    let plan = g.var(g.plan.unwrap_or(0));
+    let arity = g.staged[s].arity;
+    format!(
+        "{plan}[{plan}[{}u] + pl_p * {arity}u + {j}u]",
+        PLAN_HEADER_FIXED + PLAN_HEADER_PER_MAP * s + 2
+    )
+}
+
+/// Statements that apply one racing value to global memory right away.
+fn apply_racing(
+    g: &GroupIr,
+    dat: usize,
+    arg: &ArgIr,
+    target: &str,
+    value: &str,
+    ind: &str,
+) -> String {
+    let var = g.var(dat);
+    let ind2 = format!("{ind}    ");
+    match g.bindings[dat].atomic {
+        Atomic::No => format!(
+            "{ind2}{var}[{target}] = {};\n",
+            combine(arg.access, &format!("{var}[{target}]"), value)
+        ),
+        Atomic::Native if arg.dtype != DType::F32 || arg.access == Access::Inc => {
+            let f = match arg.access {
+                Access::Min => "atomicMin",
+                Access::Max => "atomicMax",
+                _ => "atomicAdd",
+            };
+            format!("{ind2}{f}(&{var}[{target}], {value});\n")
+        }
+        Atomic::Native => {
+            // f32 min/max on an atomic<f32>: compare-and-swap on the value itself.
+            let new = combine(arg.access, "pl_old", value);
+            format!(
+                "{ind2}var pl_old = atomicLoad(&{var}[{target}]);\n{ind2}loop {{\n{ind2}    \
+                 let pl_x = atomicCompareExchangeWeak(&{var}[{target}], pl_old, {new});\n{ind2}    \
+                 if (pl_x.exchanged) {{ break; }}\n{ind2}    pl_old = pl_x.old_value;\n{ind2}}}\n"
+            )
+        }
+        Atomic::Bits => {
+            let new = combine(arg.access, "bitcast<f32>(pl_old)", value);
+            format!(
+                "{ind2}var pl_old = atomicLoad(&{var}[{target}]);\n{ind2}loop {{\n{ind2}    \
+                 let pl_x = atomicCompareExchangeWeak(&{var}[{target}], pl_old, bitcast<u32>({new}));\n{ind2}    \
+                 if (pl_x.exchanged) {{ break; }}\n{ind2}    pl_old = pl_x.old_value;\n{ind2}}}\n"
+            )
+        }
+    }
+}
+
+fn hierarchical_main(g: &GroupIr, staging: Staging, w: &mut String) {
+    let wg = g.workgroup_size;
+    let plan = g.var(g.plan.unwrap_or(0));
+    let _ = writeln!(
+        w,
+        "    if (pl_lid == 0u) {{\n        var pl_b = PlBlock(0u, 0u, 0u, 0u);\n        if (pl_wg < pl.n) {{\n            \
+         let pl_id = {plan}[{plan}[4u] + pl.base + pl_wg];\n            \
+         let pl_first = {plan}[{plan}[0u] + pl_id];\n            \
+         pl_b = PlBlock(pl_id, pl_first, {plan}[{plan}[0u] + pl_id + 1u] - pl_first, {plan}[{plan}[3u] + pl_id]);\n        \
+         }}\n        pl_blk = pl_b;\n    }}\n    let pl_block = workgroupUniformLoad(&pl_blk);"
+    );
+    // Stage in: zero (identity) the racing targets, gather the staged reads.
+    let staged = g.staged_dats();
+    let racers = racing_args(g);
+    let racing_dat = |dat: usize| {
+        racers
+            .iter()
+            .any(|&(l, a)| matches!(g.loops[l].args[a].source, ArgSource::Indirect { dat: d, .. } if d == dat))
+    };
+    let access_of = |dat: usize| {
+        racers
+            .iter()
+            .map(|&(l, a)| &g.loops[l].args[a])
+            .find(|a| matches!(a.source, ArgSource::Indirect { dat: d, .. } if d == dat))
+            .map_or(Access::Read, |a| a.access)
+    };
+    for (s, sm) in g.staged.iter().enumerate() {
+        let _ = writeln!(
+            w,
+            "    let pl_l2g_first{s} = {plan}[{plan}[{o}u] + pl_block.id];\n    \
+             let pl_nu{s} = {plan}[{plan}[{o}u] + pl_block.id + 1u] - pl_l2g_first{s};\n    \
+             for (var pl_u = pl_lid; pl_u < pl_nu{s}; pl_u += {wg}u) {{\n        \
+             let pl_t = {plan}[{plan}[{o1}u] + pl_l2g_first{s} + pl_u];",
+            o = PLAN_HEADER_FIXED + PLAN_HEADER_PER_MAP * s,
+            o1 = PLAN_HEADER_FIXED + PLAN_HEADER_PER_MAP * s + 1
+        );
+        let _ = sm;
+        for &(s2, dat, dim) in &staged {
+            if s2 != s {
+                continue;
+            }
+            let sv = g.staged_var(s, dat);
+            let src = if racing_dat(dat) {
+                let BindingKind::Dat { dtype, .. } = g.bindings[dat].kind else {
+                    continue;
+                };
+                dtype.identity(access_of(dat)).to_string()
+            } else {
+                format!("{}[pl_t * {dim}u + pl_k]", g.var(dat))
+            };
+            let _ = writeln!(
+                w,
+                "        for (var pl_k = 0u; pl_k < {dim}u; pl_k++) {{ {sv}[pl_u * {dim}u + pl_k] = {src}; }}"
+            );
+        }
+        w.push_str("    }\n");
+    }
+    if !g.staged.is_empty() {
+        w.push_str("    workgroupBarrier();\n");
+    }
+    let _ = writeln!(
+        w,
+        "    let pl_nloop = (pl_block.count + {m}u) / {wg}u * {wg}u;\n    \
+         for (var pl_base = 0u; pl_base < pl_nloop; pl_base += {wg}u) {{\n        \
+         let pl_p = pl_block.first + pl_base + pl_lid;\n        \
+         let pl_active = pl_base + pl_lid < pl_block.count;\n        \
+         var pl_e = 0u;\n        var pl_col = 0xffffffffu;",
+        m = wg - 1
+    );
+    for (n, &(l, a)) in racers.iter().enumerate() {
+        let arg = &g.loops[l].args[a];
+        declare_identity(w, "        ", &format!("pl_r{n}"), arg);
+    }
+    let _ = writeln!(
+        w,
+        "        if (pl_active) {{\n            pl_e = {plan}[{plan}[1u] + pl_p];\n            \
+         pl_col = {plan}[{plan}[2u] + pl_p];"
+    );
+    element_body(g, w, "            ", &Racing::Deferred);
+    w.push_str("        }\n        for (var pl_c = 0u; pl_c < pl_block.ncol; pl_c++) {\n            if (pl_col == pl_c) {\n");
+    for (n, &(l, a)) in racers.iter().enumerate() {
+        let arg = &g.loops[l].args[a];
+        let ArgSource::Indirect {
+            dat,
+            map,
+            arity,
+            idx,
+            staged,
+        } = arg.source
+        else {
+            continue;
+        };
+        let idxs: Vec<usize> = idx.map_or_else(|| (0..arity).collect(), |j| vec![j]);
+        for (slot, &j) in idxs.iter().enumerate() {
+            let value = format!("pl_r{n}[{}u + pl_k]", slot * arg.dim);
+            let target = format!("pl_t * {}u + pl_k", arg.dim);
+            let (index, body) = match staged {
+                Some(s) => {
+                    let sv = g.staged_var(s, dat);
+                    (
+                        g2l(g, s, j),
+                        format!(
+                            "                    {sv}[{target}] = {};\n",
+                            combine(arg.access, &format!("{sv}[{target}]"), &value)
+                        ),
+                    )
+                }
+                None => (
+                    format!("{}[pl_e * {arity}u + {j}u]", g.var(map)),
+                    apply_racing(g, dat, arg, &target, &value, "                "),
+                ),
+            };
+            let _ = write!(
+                w,
+                "                {{\n                let pl_t = {index};\n                for (var pl_k = 0u; pl_k < {}u; pl_k++) {{\n{body}                }}\n                }}\n",
+                arg.dim
+            );
+        }
+    }
+    let barrier = if staging == Staging::None {
+        "storageBarrier"
+    } else {
+        "workgroupBarrier"
+    };
+    let _ = writeln!(
+        w,
+        "            }}\n            {barrier}();\n        }}\n    }}"
+    );
+    // Stage out: add the staged increments to global memory.
+    let mut wrote_barrier = false;
+    for &(s, dat, dim) in &staged {
+        if !racing_dat(dat) {
+            continue;
+        }
+        if !wrote_barrier {
+            w.push_str("    workgroupBarrier();\n");
+            wrote_barrier = true;
+        }
+        let sv = g.staged_var(s, dat);
+        let var = g.var(dat);
+        let _ = writeln!(
+            w,
+            "    for (var pl_u = pl_lid; pl_u < pl_nu{s}; pl_u += {wg}u) {{\n        \
+             let pl_t = {plan}[{plan}[{o1}u] + pl_l2g_first{s} + pl_u];\n        \
+             for (var pl_k = 0u; pl_k < {dim}u; pl_k++) {{ {var}[pl_t * {dim}u + pl_k] = {}; }}\n    }}",
+            combine(
+                access_of(dat),
+                &format!("{var}[pl_t * {dim}u + pl_k]"),
+                &format!("{sv}[pl_u * {dim}u + pl_k]")
+            ),
+            o1 = PLAN_HEADER_FIXED + PLAN_HEADER_PER_MAP * s + 1
+        );
+    }
+}
+
+fn reduction_epilogue(g: &GroupIr, w: &mut String) {
+    let wg = g.workgroup_size;
+    let scratch = match g.scratch {
+        Some(s) => g.var(s),
+        None => return,
+    };
+    let mut off = 0usize;
+    for (r, red) in g.reductions.iter().enumerate() {
+        let dt = red.dtype;
+        let _ = writeln!(
+            w,
+            "    for (var pl_d = 0u; pl_d < {dim}u; pl_d++) {{\n        \
+             workgroupBarrier();\n        \
+             pl_red_{dt}[pl_lid] = pl_acc{r}[pl_d];\n        \
+             workgroupBarrier();\n        \
+             for (var pl_s = {half}u; pl_s > 0u; pl_s >>= 1u) {{\n            \
+             if (pl_lid < pl_s) {{ pl_red_{dt}[pl_lid] = {}; }}\n            \
+             workgroupBarrier();\n        }}\n        \
+             if (pl_lid == 0u && pl_wg < pl.nwg) {{ {scratch}[{off}u * pl.slots + (pl.wg_base + pl_wg) * {dim}u + pl_d] = bitcast<u32>(pl_red_{dt}[0]); }}\n    }}",
+            combine(
+                red.access,
+                &format!("pl_red_{dt}[pl_lid]"),
+                &format!("pl_red_{dt}[pl_lid + pl_s]")
+            ),
+            dim = red.dim,
+            half = wg / 2
+        );
+        off += red.dim;
+    }
+}
+
+/// Validates generated (or any) WGSL with naga; the message carries naga's diagnostic.
+pub fn validate(src: &str, caps: naga::valid::Capabilities) -> Result<naga::Module, String> {
+    let module = naga::front::wgsl::parse_str(src).map_err(|e| e.emit_to_string(src))?;
+    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
+        .validate(&module)
+        .map_err(|e| e.emit_to_string(src))?;
+    Ok(module)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,263 @@
+//! Generated WGSL: snapshots of representative groups (reviewed as diffs) and naga validation of
+//! every schedule.
+
+use super::*;
+use naga::valid::Capabilities;
+
+const AXPY: &str = "fn axpy(x: ptr<function, array<f32, 2>>, y: ptr<function, array<f32, 2>>) {\n    \
+                    for (var i = 0; i < 2; i++) { (*y)[i] += a * (*x)[i]; }\n}\n";
+
+fn direct_group() -> GroupIr {
+    GroupIr {
+        comments: vec!["axpy over nodes: x READ, y RW".into()],
+        loops: vec![LoopIr {
+            kernel: "axpy".into(),
+            args: vec![
+                ArgIr {
+                    dtype: DType::F32,
+                    width: 2,
+                    dim: 2,
+                    access: Access::Read,
+                    source: ArgSource::Direct { reg: 0 },
+                    what: "`x` directly, READ".into(),
+                },
+                ArgIr {
+                    dtype: DType::F32,
+                    width: 2,
+                    dim: 2,
+                    access: Access::Rw,
+                    source: ArgSource::Direct { reg: 1 },
+                    what: "`y` directly, RW".into(),
+                },
+            ],
+        }],
+        bindings: vec![dat("x", 2, false), dat("y", 2, true)],
+        registers: vec![reg(0, 2, true, false), reg(1, 2, true, true)],
+        reductions: vec![],
+        staged: vec![],
+        kernels: vec![("axpy".into(), AXPY.into())],
+        consts: vec![("a".into(), ConstValue::scalar(2.5f32))],
+        schedule: Schedule::Direct,
+        subset: None,
+        plan: None,
+        scratch: None,
+        workgroup_size: 64,
+    }
+}
+
+fn dat(name: &str, dim: usize, writable: bool) -> BindingIr {
+    BindingIr {
+        name: name.into(),
+        kind: BindingKind::Dat {
+            dtype: DType::F32,
+            dim,
+        },
+        writable,
+        atomic: Atomic::No,
+    }
+}
+
+fn reg(binding: usize, dim: usize, load: bool, store: bool) -> RegisterIr {
+    RegisterIr {
+        binding: Some(binding),
+        dtype: DType::F32,
+        dim,
+        load,
+        store,
+    }
+}
+
+const SPREAD: &str = "fn spread(w: ptr<function, array<f32, 1>>, v: ptr<function, array<f32, 3>>, \
+                      s: ptr<function, array<f32, 1>>) {\n    \
+                      for (var i = 0; i < 3; i++) { (*v)[i] += (*w)[0] * (*s)[0]; }\n}\n";
+
+/// Cells increment their three vertices (INC through all indices of a map), reading a per-cell
+/// weight and a Global scale.
+fn inc_group(schedule: Schedule) -> GroupIr {
+    let hier = matches!(schedule, Schedule::Hierarchical(s) if s != Staging::None);
+    let planned = matches!(schedule, Schedule::Hierarchical(_) | Schedule::GlobalColour);
+    let atomic = match schedule {
+        Schedule::Atomics => Atomic::Native,
+        Schedule::Cas => Atomic::Bits,
+        _ => Atomic::No,
+    };
+    let mut bindings = vec![
+        dat("w", 1, false),
+        BindingIr {
+            atomic,
+            ..dat("v", 1, true)
+        },
+        BindingIr {
+            name: "c2v".into(),
+            kind: BindingKind::Map { arity: 3 },
+            writable: false,
+            atomic: Atomic::No,
+        },
+        BindingIr {
+            name: "scale".into(),
+            kind: BindingKind::Global {
+                dtype: DType::F32,
+                dim: 1,
+            },
+            writable: false,
+            atomic: Atomic::No,
+        },
+    ];
+    let plan = planned.then(|| {
+        bindings.push(BindingIr {
+            name: "plan".into(),
+            kind: BindingKind::Plan,
+            writable: false,
+            atomic: Atomic::No,
+        });
+        bindings.len() - 1
+    });
+    GroupIr {
+        comments: vec!["spread over cells: w READ, v INC through c2v (all), scale READ".into()],
+        loops: vec![LoopIr {
+            kernel: "spread".into(),
+            args: vec![
+                ArgIr {
+                    dtype: DType::F32,
+                    width: 1,
+                    dim: 1,
+                    access: Access::Read,
+                    source: ArgSource::Direct { reg: 0 },
+                    what: "`w` directly, READ".into(),
+                },
+                ArgIr {
+                    dtype: DType::F32,
+                    width: 3,
+                    dim: 1,
+                    access: Access::Inc,
+                    source: ArgSource::Indirect {
+                        dat: 1,
+                        map: 2,
+                        arity: 3,
+                        idx: None,
+                        staged: hier.then_some(0),
+                    },
+                    what: "`v` through all of `c2v`, INC".into(),
+                },
+                ArgIr {
+                    dtype: DType::F32,
+                    width: 1,
+                    dim: 1,
+                    access: Access::Read,
+                    source: ArgSource::Global {
+                        binding: 3,
+                        red: None,
+                    },
+                    what: "`scale` as a Global, READ".into(),
+                },
+            ],
+        }],
+        bindings,
+        registers: vec![reg(0, 1, true, false)],
+        reductions: vec![],
+        staged: if hier {
+            vec![StagedMapIr {
+                map: 2,
+                arity: 3,
+                maxu: 100,
+            }]
+        } else {
+            vec![]
+        },
+        kernels: vec![("spread".into(), SPREAD.into())],
+        consts: vec![],
+        schedule,
+        subset: None,
+        plan,
+        scratch: None,
+        workgroup_size: 64,
+    }
+}
+
+#[test]
+fn direct_loop_snapshot() {
+    let src = generate(&direct_group());
+    validate(&src, Capabilities::empty()).unwrap_or_else(|e| panic!("{e}\n{src}"));
+    insta::assert_snapshot!(src);
+}
+
+#[test]
+fn indirect_inc_hierarchical_snapshot() {
+    let src = generate(&inc_group(Schedule::Hierarchical(Staging::Inc)));
+    validate(&src, Capabilities::empty()).unwrap_or_else(|e| panic!("{e}\n{src}"));
+    insta::assert_snapshot!(src);
+}
+
+#[test]
+fn every_schedule_validates() {
+    let schedules = [
+        Schedule::Direct,
+        Schedule::Atomics,
+        Schedule::Cas,
+        Schedule::GlobalColour,
+        Schedule::Hierarchical(Staging::None),
+        Schedule::Hierarchical(Staging::Inc),
+        Schedule::Hierarchical(Staging::All),
+    ];
+    for s in schedules {
+        let mut g = inc_group(s.clone());
+        if s == Schedule::Direct {
+            g.bindings[1].writable = true;
+        }
+        let src = generate(&g);
+        validate(&src, Capabilities::SHADER_FLOAT32_ATOMIC)
+            .unwrap_or_else(|e| panic!("{s:?}: {e}\n{src}"));
+    }
+}
+
+#[test]
+fn reductions_validate_for_every_type_and_access() {
+    for dtype in [DType::F32, DType::U32, DType::I32] {
+        for access in [Access::Inc, Access::Min, Access::Max] {
+            let src = reduce::finalize_wgsl(dtype, access);
+            validate(&src, Capabilities::empty()).unwrap_or_else(|e| panic!("{e}\n{src}"));
+            let mut g = direct_group();
+            g.bindings.push(BindingIr {
+                name: "r".into(),
+                kind: BindingKind::Global { dtype, dim: 2 },
+                writable: false,
+                atomic: Atomic::No,
+            });
+            g.bindings.push(BindingIr {
+                name: "scratch".into(),
+                kind: BindingKind::Scratch,
+                writable: true,
+                atomic: Atomic::No,
+            });
+            g.scratch = Some(3);
+            g.reductions = vec![ReductionIr {
+                binding: 2,
+                dtype,
+                dim: 2,
+                access,
+            }];
+            g.kernels = vec![(
+                "red".into(),
+                format!("fn red(r: ptr<function, array<{dtype}, 2>>) {{ (*r)[1] = (*r)[0]; }}\n"),
+            )];
+            g.loops = vec![LoopIr {
+                kernel: "red".into(),
+                args: vec![ArgIr {
+                    dtype,
+                    width: 2,
+                    dim: 2,
+                    access,
+                    source: ArgSource::Global {
+                        binding: 2,
+                        red: Some(0),
+                    },
+                    what: "r".into(),
+                }],
+            }];
+            g.registers.clear();
+            let src = generate(&g);
+            validate(&src, Capabilities::empty())
+                .unwrap_or_else(|e| panic!("{dtype} {access}: {e}\n{src}"));
+        }
+    }
+}

@@ -1,0 +1,642 @@
+//! The user's data model: sets, subsets, maps, data on sets (Dat), globals, constants, and the
+//! arguments a par_loop takes. Values are checked when objects are made; host access (which
+//! forces the lazy trace) lives in `context`.
+//!
+//! Owns: host copies and their validity flags. Must never: talk to the device (the runtime
+//! keeps device buffers, keyed by these objects' ids).
+
+use crate::error::{Error, Result};
+use crate::types::{Access, DType, Scalar};
+use std::cell::{Cell, OnceCell, RefCell};
+use std::marker::PhantomData;
+use std::rc::{Rc, Weak};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A process-wide unique id for sets, maps, data, kernels.
+pub(crate) fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Section bits, as seed 001 refines dependencies.
+pub mod section {
+    pub const CORE: u8 = 1;
+    pub const OWNED: u8 = 2;
+    pub const EXEC_HALO: u8 = 4;
+    pub const NONEXEC_HALO: u8 = 8;
+    pub const ALL: u8 = 15;
+    pub const NAMES: [&str; 4] = ["core", "owned", "exec halo", "non-exec halo"];
+}
+
+/// Element counts of a set's sections, in storage order: core elements touch no halo data,
+/// owned elements may; exec-halo elements are computed redundantly; non-exec-halo elements are
+/// only read. On one process everything is owned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Sections {
+    pub core: usize,
+    pub owned: usize,
+    pub exec_halo: usize,
+    pub nonexec_halo: usize,
+}
+
+impl Sections {
+    pub fn counts(&self) -> [usize; 4] {
+        [self.core, self.owned, self.exec_halo, self.nonexec_halo]
+    }
+    /// Start offsets of the four sections and the end, in storage order.
+    pub fn bounds(&self) -> [usize; 5] {
+        let c = self.counts();
+        [
+            0,
+            c[0],
+            c[0] + c[1],
+            c[0] + c[1] + c[2],
+            c[0] + c[1] + c[2] + c[3],
+        ]
+    }
+}
+
+pub(crate) struct SetInner {
+    pub id: u64,
+    pub name: String,
+    pub sections: Sections,
+}
+
+/// An iteration space: cells, edges, nodes.
+#[derive(Clone)]
+pub struct Set(pub(crate) Rc<SetInner>);
+
+impl Set {
+    /// A set of `size` elements, all owned by this process.
+    pub fn new(name: impl Into<String>, size: usize) -> Set {
+        Set::with_sections(
+            name,
+            Sections {
+                owned: size,
+                ..Default::default()
+            },
+        )
+    }
+    /// A set with explicit core/owned/halo sections (what a distributed run needs).
+    pub fn with_sections(name: impl Into<String>, sections: Sections) -> Set {
+        Set(Rc::new(SetInner {
+            id: next_id(),
+            name: name.into(),
+            sections,
+        }))
+    }
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+    /// Elements a par_loop over this set computes (core and owned).
+    pub fn size(&self) -> usize {
+        self.0.sections.core + self.0.sections.owned
+    }
+    /// Elements stored, halos included.
+    pub fn total(&self) -> usize {
+        self.0.sections.bounds()[4]
+    }
+    pub fn sections(&self) -> Sections {
+        self.0.sections
+    }
+    pub fn id(&self) -> u64 {
+        self.0.id
+    }
+    pub(crate) fn same(&self, other: &Set) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::fmt::Debug for Set {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Set({:?}, {})", self.0.name, self.size())
+    }
+}
+
+pub(crate) struct SubsetInner {
+    pub id: u64,
+    pub name: String,
+    pub set: Set,
+    pub indices: Vec<u32>,
+}
+
+/// Some elements of a set (e.g. boundary nodes); a par_loop may iterate over it. Direct
+/// arguments are indexed by the set element, not by the position in the subset.
+#[derive(Clone)]
+pub struct Subset(pub(crate) Rc<SubsetInner>);
+
+impl Subset {
+    /// Indices must be distinct elements of `set`.
+    pub fn new(name: impl Into<String>, set: &Set, indices: &[u32]) -> Result<Subset> {
+        let name = name.into();
+        let mut seen = vec![false; set.total()];
+        for (i, &e) in indices.iter().enumerate() {
+            let Some(slot) = seen.get_mut(e as usize) else {
+                return Err(Error::Data(format!(
+                    "Subset `{name}` of `{}`: index {e} at position {i} is out of range: the set \
+                     has {} elements (valid 0..={})",
+                    set.name(),
+                    set.total(),
+                    set.total().saturating_sub(1)
+                )));
+            };
+            if std::mem::replace(slot, true) {
+                return Err(Error::Data(format!(
+                    "Subset `{name}` of `{}`: element {e} appears twice (again at position {i}): \
+                     subset indices must be distinct",
+                    set.name()
+                )));
+            }
+        }
+        Ok(Subset(Rc::new(SubsetInner {
+            id: next_id(),
+            name,
+            set: set.clone(),
+            indices: indices.to_vec(),
+        })))
+    }
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+    pub fn set(&self) -> &Set {
+        &self.0.set
+    }
+    pub fn indices(&self) -> &[u32] {
+        &self.0.indices
+    }
+    pub fn len(&self) -> usize {
+        self.0.indices.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.indices.is_empty()
+    }
+}
+
+/// Where a par_loop iterates: a whole set or a subset of it.
+#[derive(Clone)]
+pub enum IterSpace {
+    Set(Set),
+    Subset(Subset),
+}
+
+impl IterSpace {
+    pub fn set(&self) -> &Set {
+        match self {
+            IterSpace::Set(s) => s,
+            IterSpace::Subset(s) => &s.0.set,
+        }
+    }
+    pub fn len(&self) -> usize {
+        match self {
+            IterSpace::Set(s) => s.size(),
+            IterSpace::Subset(s) => s.len(),
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn subset(&self) -> Option<&Subset> {
+        match self {
+            IterSpace::Set(_) => None,
+            IterSpace::Subset(s) => Some(s),
+        }
+    }
+    pub fn name(&self) -> String {
+        match self {
+            IterSpace::Set(s) => s.name().to_string(),
+            IterSpace::Subset(s) => format!("{} (subset of {})", s.name(), s.set().name()),
+        }
+    }
+    /// Identifies the location: the set, and the subset if any.
+    pub fn key(&self) -> (u64, u64) {
+        match self {
+            IterSpace::Set(s) => (s.id(), 0),
+            IterSpace::Subset(s) => (s.set().id(), s.0.id),
+        }
+    }
+}
+
+impl From<&Set> for IterSpace {
+    fn from(s: &Set) -> Self {
+        IterSpace::Set(s.clone())
+    }
+}
+impl From<&Subset> for IterSpace {
+    fn from(s: &Subset) -> Self {
+        IterSpace::Subset(s.clone())
+    }
+}
+
+pub(crate) struct MapInner {
+    pub id: u64,
+    pub name: String,
+    pub from: Set,
+    pub to: Set,
+    pub arity: usize,
+    pub values: Vec<u32>,
+    /// Per index j: whether column j is injective; then whether all columns together are.
+    injective: OnceCell<(Vec<bool>, bool)>,
+}
+
+/// A map from one set to another: `arity` target indices per element.
+#[derive(Clone)]
+pub struct Map(pub(crate) Rc<MapInner>);
+
+impl Map {
+    /// `values` holds `arity` indices into `to` for each element of `from` (halos included);
+    /// every value is checked against the size of `to`.
+    pub fn new(
+        name: impl Into<String>,
+        from: &Set,
+        to: &Set,
+        arity: usize,
+        values: &[u32],
+    ) -> Result<Map> {
+        let name = name.into();
+        let what = || {
+            format!(
+                "Map `{name}` ({} -> {}, arity {arity})",
+                from.name(),
+                to.name()
+            )
+        };
+        if arity == 0 {
+            return Err(Error::Data(format!("{}: arity must be at least 1", what())));
+        }
+        if values.len() != from.total() * arity {
+            return Err(Error::Data(format!(
+                "{}: got {} values, expected {} ({} elements of `{}` x arity {arity})",
+                what(),
+                values.len(),
+                from.total() * arity,
+                from.total(),
+                from.name()
+            )));
+        }
+        let limit = to.total();
+        if let Some(i) = values.iter().position(|&v| v as usize >= limit) {
+            return Err(Error::Data(format!(
+                "{}: value {} at element {}, index {} is out of range: the target set `{}` has \
+                 {limit} elements (valid values 0..={})",
+                what(),
+                values[i],
+                i / arity,
+                i % arity,
+                to.name(),
+                limit.saturating_sub(1)
+            )));
+        }
+        Ok(Map(Rc::new(MapInner {
+            id: next_id(),
+            name,
+            from: from.clone(),
+            to: to.clone(),
+            arity,
+            values: values.to_vec(),
+            injective: OnceCell::new(),
+        })))
+    }
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+    pub fn arity(&self) -> usize {
+        self.0.arity
+    }
+    pub fn from_set(&self) -> &Set {
+        &self.0.from
+    }
+    pub fn to_set(&self) -> &Set {
+        &self.0.to
+    }
+    pub fn values(&self) -> &[u32] {
+        &self.0.values
+    }
+    pub fn id(&self) -> u64 {
+        self.0.id
+    }
+    /// Whether no two elements share a target at index `idx` (None: over all indices).
+    pub fn injective(&self, idx: Option<usize>) -> bool {
+        let (cols, all) = self.0.injective.get_or_init(|| {
+            let m = &self.0;
+            let n = m.from.total();
+            let mut seen = vec![u32::MAX; m.to.total()];
+            let mut all = true;
+            let cols = (0..m.arity)
+                .map(|j| {
+                    let mut ok = true;
+                    for e in 0..n {
+                        let t = m.values[e * m.arity + j] as usize;
+                        if seen[t] == j as u32 {
+                            ok = false;
+                        }
+                        if seen[t] != u32::MAX && seen[t] != j as u32 {
+                            all = false;
+                        }
+                        seen[t] = j as u32;
+                    }
+                    all &= ok;
+                    ok
+                })
+                .collect();
+            (cols, all)
+        });
+        match idx {
+            Some(j) => cols[j],
+            None => *all,
+        }
+    }
+}
+
+impl std::fmt::Debug for Map {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Map({:?})", self.0.name)
+    }
+}
+
+/// Storage shared by Dats and Globals: a host copy, validity flags, and identity.
+pub(crate) struct DataInner {
+    pub id: u64,
+    pub name: String,
+    /// The set for a Dat, None for a Global.
+    pub set: Option<Set>,
+    pub dim: usize,
+    pub dtype: DType,
+    pub ctx: Weak<crate::context::Inner>,
+    /// Host copy as 4-byte words (empty until first needed).
+    pub host: RefCell<Vec<u32>>,
+    pub host_valid: Cell<bool>,
+    pub device_valid: Cell<bool>,
+    /// The user still holds a handle: its value may be read later.
+    pub alive: Cell<bool>,
+}
+
+impl DataInner {
+    /// Number of scalar values.
+    pub fn len(&self) -> usize {
+        self.set.as_ref().map_or(1, Set::total) * self.dim
+    }
+    pub fn bytes(&self) -> u64 {
+        self.len() as u64 * 4
+    }
+    pub fn is_global(&self) -> bool {
+        self.set.is_none()
+    }
+    pub fn kind(&self) -> &'static str {
+        if self.is_global() { "Global" } else { "Dat" }
+    }
+    /// Makes the host copy hold the current value when neither copy is valid (never written:
+    /// zeros).
+    pub fn ensure_host_zeros(&self) {
+        if !self.host_valid.get() && !self.device_valid.get() {
+            let mut h = self.host.borrow_mut();
+            h.clear();
+            h.resize(self.len(), 0);
+            self.host_valid.set(true);
+        }
+    }
+}
+
+/// Data on a set: `dim` values of type T per element.
+pub struct Dat<T: Scalar> {
+    pub(crate) inner: Rc<DataInner>,
+    pub(crate) _t: PhantomData<T>,
+}
+
+/// A small array not attached to a set: read as a parameter, or reduced (INC, MIN, MAX).
+pub struct Global<T: Scalar> {
+    pub(crate) inner: Rc<DataInner>,
+    pub(crate) _t: PhantomData<T>,
+}
+
+impl<T: Scalar> Drop for Dat<T> {
+    fn drop(&mut self) {
+        self.inner.alive.set(false);
+    }
+}
+impl<T: Scalar> Drop for Global<T> {
+    fn drop(&mut self) {
+        self.inner.alive.set(false);
+    }
+}
+
+/// How an argument reaches its data.
+#[derive(Clone)]
+pub(crate) enum Via {
+    Direct,
+    /// Through a map at one index.
+    Map(Map, usize),
+    /// Through a map at all its indices (the kernel sees arity * dim values).
+    MapAll(Map),
+    Global,
+}
+
+/// One argument of a par_loop.
+#[derive(Clone)]
+pub struct Arg {
+    pub(crate) data: Rc<DataInner>,
+    pub(crate) via: Via,
+    pub(crate) access: Access,
+}
+
+impl Arg {
+    pub(crate) fn map(&self) -> Option<&Map> {
+        match &self.via {
+            Via::Map(m, _) | Via::MapAll(m) => Some(m),
+            _ => None,
+        }
+    }
+    /// Values the kernel sees for this argument.
+    pub(crate) fn width(&self) -> usize {
+        match &self.via {
+            Via::MapAll(m) => m.arity() * self.data.dim,
+            _ => self.data.dim,
+        }
+    }
+    /// An increment or min/max through a map: elements can collide.
+    pub(crate) fn races(&self) -> bool {
+        self.map().is_some() && self.access.is_reduction()
+    }
+    /// "`q` through `pecell`[1], READ".
+    pub(crate) fn describe(&self) -> String {
+        let via = match &self.via {
+            Via::Direct => "directly".to_string(),
+            Via::Map(m, j) => format!("through `{}`[{j}]", m.name()),
+            Via::MapAll(m) => format!("through all of `{}`", m.name()),
+            Via::Global => "as a Global".to_string(),
+        };
+        format!("`{}` {via}, {}", self.data.name, self.access)
+    }
+}
+
+macro_rules! access_builders {
+    () => {
+        pub fn read(&self) -> Arg {
+            self.arg(Access::Read)
+        }
+        pub fn write(&self) -> Arg {
+            self.arg(Access::Write)
+        }
+        pub fn rw(&self) -> Arg {
+            self.arg(Access::Rw)
+        }
+        pub fn inc(&self) -> Arg {
+            self.arg(Access::Inc)
+        }
+        pub fn min(&self) -> Arg {
+            self.arg(Access::Min)
+        }
+        pub fn max(&self) -> Arg {
+            self.arg(Access::Max)
+        }
+    };
+}
+
+impl<T: Scalar> Dat<T> {
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+    pub fn set(&self) -> &Set {
+        self.inner.set.as_ref().expect("a Dat has a set")
+    }
+    pub fn dim(&self) -> usize {
+        self.inner.dim
+    }
+    /// Number of scalar values (elements x dim, halos included).
+    pub fn len(&self) -> usize {
+        self.inner.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.inner.len() == 0
+    }
+    /// A direct argument with the given access.
+    pub fn arg(&self, access: Access) -> Arg {
+        Arg {
+            data: self.inner.clone(),
+            via: Via::Direct,
+            access,
+        }
+    }
+    access_builders!();
+    /// Access through `map` at index `idx`.
+    pub fn at(&self, map: &Map, idx: usize) -> Indirect {
+        Indirect {
+            data: self.inner.clone(),
+            via: Via::Map(map.clone(), idx),
+        }
+    }
+    /// Access through every index of `map` (the kernel sees arity x dim values).
+    pub fn all(&self, map: &Map) -> Indirect {
+        Indirect {
+            data: self.inner.clone(),
+            via: Via::MapAll(map.clone()),
+        }
+    }
+}
+
+impl<T: Scalar> Global<T> {
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+    pub fn dim(&self) -> usize {
+        self.inner.dim
+    }
+    pub fn arg(&self, access: Access) -> Arg {
+        Arg {
+            data: self.inner.clone(),
+            via: Via::Global,
+            access,
+        }
+    }
+    access_builders!();
+}
+
+/// A Dat seen through a map, waiting for its access mode.
+pub struct Indirect {
+    data: Rc<DataInner>,
+    via: Via,
+}
+
+impl Indirect {
+    pub fn arg(&self, access: Access) -> Arg {
+        Arg {
+            data: self.data.clone(),
+            via: self.via.clone(),
+            access,
+        }
+    }
+    access_builders!();
+}
+
+/// A named value compiled into kernels (Airfoil's `gam`, `cfl`, `qinf`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ConstValue {
+    pub dtype: DType,
+    pub words: Vec<u32>,
+    /// Declared as an array (even of length 1) rather than a scalar.
+    pub array: bool,
+}
+
+impl ConstValue {
+    pub fn scalar<T: Scalar>(v: T) -> ConstValue {
+        ConstValue {
+            dtype: T::DTYPE,
+            words: vec![bytemuck::cast(v)],
+            array: false,
+        }
+    }
+    pub fn array<T: Scalar>(v: &[T]) -> ConstValue {
+        ConstValue {
+            dtype: T::DTYPE,
+            words: bytemuck::cast_slice(v).to_vec(),
+            array: true,
+        }
+    }
+}
+
+impl<T: Scalar> From<T> for ConstValue {
+    fn from(v: T) -> Self {
+        ConstValue::scalar(v)
+    }
+}
+impl<T: Scalar> From<&[T]> for ConstValue {
+    fn from(v: &[T]) -> Self {
+        ConstValue::array(v)
+    }
+}
+impl<T: Scalar, const N: usize> From<[T; N]> for ConstValue {
+    fn from(v: [T; N]) -> Self {
+        ConstValue::array(&v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_values_are_checked_and_injectivity_is_per_column() {
+        let a = Set::new("a", 3);
+        let b = Set::new("b", 4);
+        let e = Map::new("m", &a, &b, 2, &[0, 1, 1, 2, 2, 4]).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("value 4 at element 2, index 1") && msg.contains("0..=3"),
+            "{msg}"
+        );
+        let m = Map::new("m", &a, &b, 2, &[0, 1, 1, 2, 2, 3]).unwrap();
+        assert!(m.injective(Some(0)) && m.injective(Some(1)));
+        assert!(!m.injective(None));
+        let m = Map::new("m", &a, &b, 1, &[0, 0, 3]).unwrap();
+        assert!(!m.injective(Some(0)));
+    }
+
+    #[test]
+    fn subset_rejects_duplicates_and_out_of_range() {
+        let s = Set::new("s", 5);
+        assert!(Subset::new("b", &s, &[0, 4]).is_ok());
+        let err = |i: &[u32]| Subset::new("b", &s, i).err().unwrap().to_string();
+        assert!(err(&[1, 1]).contains("twice"));
+        assert!(err(&[5]).contains("position 0"));
+    }
+}

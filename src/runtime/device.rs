@@ -1,0 +1,281 @@
+//! Adapter and device: a hardware adapter when present, else the software ones (Vulkan lavapipe,
+//! then OpenGL llvmpipe); `PARLOOP_ADAPTER=hardware|software|<name substring>` and
+//! `PARLOOP_BACKEND=vulkan|gl|dx12|metal|webgpu` override the choice. The device gets the
+//! adapter's own limits natively (WebGPU's defaults in the browser) and f32 atomics and
+//! timestamp queries when the adapter has them.
+
+use crate::error::{Error, Result};
+use std::sync::{Arc, Mutex};
+
+/// Which adapter to use.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum AdapterChoice {
+    /// Hardware if present, else software.
+    #[default]
+    Auto,
+    Hardware,
+    Software,
+    /// The first adapter whose name contains this (case-insensitive).
+    Name(String),
+}
+
+impl AdapterChoice {
+    pub fn parse(s: &str) -> AdapterChoice {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "" | "auto" => AdapterChoice::Auto,
+            "hardware" | "hw" | "gpu" => AdapterChoice::Hardware,
+            "software" | "sw" | "cpu" => AdapterChoice::Software,
+            other => AdapterChoice::Name(other.to_string()),
+        }
+    }
+}
+
+/// The device and what it can do.
+pub struct Gpu {
+    pub adapter: wgpu::Adapter,
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub info: wgpu::AdapterInfo,
+    pub limits: wgpu::Limits,
+    pub features: wgpu::Features,
+    /// The first device error nobody captured (reported by the next force).
+    pub uncaptured: Arc<Mutex<Option<String>>>,
+}
+
+impl Gpu {
+    pub fn float_atomics(&self) -> bool {
+        self.features
+            .contains(wgpu::Features::SHADER_FLOAT32_ATOMIC)
+    }
+    pub fn timestamps(&self) -> bool {
+        self.features.contains(wgpu::Features::TIMESTAMP_QUERY)
+    }
+    /// The naga capabilities matching the device (for validating kernels before use).
+    pub fn capabilities(&self) -> naga::valid::Capabilities {
+        let mut caps = naga::valid::Capabilities::empty();
+        if self.float_atomics() {
+            caps |= naga::valid::Capabilities::SHADER_FLOAT32_ATOMIC;
+        }
+        caps
+    }
+    /// "llvmpipe (LLVM 15.0.6, 256 bits) (Gl)".
+    pub fn describe(&self) -> String {
+        format!("{} ({:?})", self.info.name, self.info.backend)
+    }
+}
+
+/// Backends to look at: `PARLOOP_BACKEND`, else every native backend (WebGPU in the browser).
+pub fn backends() -> wgpu::Backends {
+    match std::env::var("PARLOOP_BACKEND") {
+        Ok(s) if !s.trim().is_empty() => wgpu::Backends::from_comma_list(&s),
+        _ if cfg!(target_arch = "wasm32") => wgpu::Backends::BROWSER_WEBGPU,
+        _ => wgpu::Backends::all() - wgpu::Backends::BROWSER_WEBGPU - wgpu::Backends::NOOP,
+    }
+}
+
+fn is_software(info: &wgpu::AdapterInfo) -> bool {
+    let name = info.name.to_ascii_lowercase();
+    info.device_type == wgpu::DeviceType::Cpu
+        || ["llvmpipe", "lavapipe", "swiftshader", "softpipe", "warp"]
+            .iter()
+            .any(|s| name.contains(s))
+}
+
+/// Preference order: discrete, integrated, virtual, other hardware; then software, Vulkan first.
+fn rank(info: &wgpu::AdapterInfo) -> u32 {
+    let hw = match info.device_type {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        _ => 3,
+    };
+    let backend = match info.backend {
+        wgpu::Backend::Vulkan | wgpu::Backend::Metal | wgpu::Backend::Dx12 => 0,
+        wgpu::Backend::BrowserWebGpu => 0,
+        _ => 1,
+    };
+    if is_software(info) {
+        10 + backend
+    } else {
+        hw * 2 + backend
+    }
+}
+
+/// Every adapter that can run compute shaders, best first.
+pub async fn adapters(instance: &wgpu::Instance, backends: wgpu::Backends) -> Vec<wgpu::Adapter> {
+    #[cfg(not(target_arch = "wasm32"))]
+    let mut list = instance.enumerate_adapters(backends).await;
+    #[cfg(target_arch = "wasm32")]
+    let mut list: Vec<wgpu::Adapter> = {
+        let _ = backends;
+        instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                ..Default::default()
+            })
+            .await
+            .into_iter()
+            .collect()
+    };
+    list.retain(|a| {
+        a.get_downlevel_capabilities()
+            .flags
+            .contains(wgpu::DownlevelFlags::COMPUTE_SHADERS)
+    });
+    list.sort_by_key(|a| rank(&a.get_info()));
+    list
+}
+
+pub fn instance() -> wgpu::Instance {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = backends();
+    wgpu::Instance::new(desc)
+}
+
+/// Opens the chosen adapter's device.
+pub async fn open(choice: &AdapterChoice) -> Result<Gpu> {
+    let instance = instance();
+    let all = adapters(&instance, backends()).await;
+    let names: Vec<String> = all
+        .iter()
+        .map(|a| {
+            let i = a.get_info();
+            format!("{} ({:?})", i.name, i.backend)
+        })
+        .collect();
+    let pick = all.into_iter().find(|a| {
+        let info = a.get_info();
+        match choice {
+            AdapterChoice::Auto => true,
+            AdapterChoice::Hardware => !is_software(&info),
+            AdapterChoice::Software => is_software(&info),
+            AdapterChoice::Name(n) => info.name.to_ascii_lowercase().contains(n),
+        }
+    });
+    let Some(adapter) = pick else {
+        return Err(no_adapter(choice, &names));
+    };
+    let info = adapter.get_info();
+    let wanted = wgpu::Features::SHADER_FLOAT32_ATOMIC | wgpu::Features::TIMESTAMP_QUERY;
+    let features = adapter.features() & wanted;
+    let limits = if cfg!(target_arch = "wasm32") {
+        wgpu::Limits::default()
+    } else {
+        adapter.limits()
+    };
+    let (device, queue) = adapter
+        .request_device(&wgpu::DeviceDescriptor {
+            label: Some("parloop"),
+            required_features: features,
+            required_limits: limits.clone(),
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| {
+            Error::Adapter(format!(
+                "adapter {} ({:?}) refused a device: {e}",
+                info.name, info.backend
+            ))
+        })?;
+    let uncaptured: Arc<Mutex<Option<String>>> = Arc::default();
+    let sink = uncaptured.clone();
+    device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+        log::error!("device error: {e}");
+        if let Ok(mut slot) = sink.lock() {
+            slot.get_or_insert_with(|| e.to_string());
+        }
+    }));
+    log::info!(
+        "parloop: adapter {} ({:?}, {:?}), f32 atomics: {}",
+        info.name,
+        info.backend,
+        info.device_type,
+        features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC)
+    );
+    Ok(Gpu {
+        adapter,
+        device,
+        queue,
+        info,
+        limits,
+        features,
+        uncaptured,
+    })
+}
+
+fn no_adapter(choice: &AdapterChoice, found: &[String]) -> Error {
+    let found = if found.is_empty() {
+        "none".to_string()
+    } else {
+        found.join(", ")
+    };
+    let hint = if cfg!(target_arch = "wasm32") {
+        "this browser offers no WebGPU adapter: use a browser with WebGPU enabled \
+         (Chromium: --enable-unsafe-webgpu)"
+            .to_string()
+    } else {
+        "a software adapter comes with Mesa: `apt-get install mesa-vulkan-drivers libvulkan1` \
+         (Vulkan lavapipe) or `apt-get install libgl1-mesa-dri libegl-mesa0` (OpenGL llvmpipe)"
+            .to_string()
+    };
+    Error::Adapter(format!(
+        "no GPU adapter matches PARLOOP_ADAPTER={choice:?} on backends {:?} (adapters with \
+         compute shaders found: {found}); {hint}",
+        backends()
+    ))
+}
+
+/// A human summary of the adapters found and the one `choice` picks (for `parloop info`).
+pub async fn report(choice: &AdapterChoice) -> String {
+    use std::fmt::Write;
+    let instance = instance();
+    let mut s = format!(
+        "backends searched: {:?}\nadapters with compute shaders, best first:\n",
+        backends()
+    );
+    let list = adapters(&instance, backends()).await;
+    if list.is_empty() {
+        s += "  (none)\n";
+    }
+    for a in &list {
+        let i = a.get_info();
+        let _ = writeln!(
+            s,
+            "  {} ({:?}, {:?}{}) driver: {} {}",
+            i.name,
+            i.backend,
+            i.device_type,
+            if is_software(&i) { ", software" } else { "" },
+            i.driver,
+            i.driver_info
+        );
+    }
+    match open(choice).await {
+        Err(e) => {
+            let _ = writeln!(s, "chosen: none: {e}");
+        }
+        Ok(g) => {
+            let l = &g.limits;
+            let _ = writeln!(s, "chosen (PARLOOP_ADAPTER={choice:?}): {}", g.describe());
+            let _ = writeln!(
+                s,
+                "  limits: {} storage buffers per stage, {} bytes per storage binding, {} bytes of \
+                 workgroup memory, {} invocations per workgroup, {} workgroups per dimension, \
+                 uniform offset alignment {}",
+                l.max_storage_buffers_per_shader_stage,
+                l.max_storage_buffer_binding_size,
+                l.max_compute_workgroup_storage_size,
+                l.max_compute_invocations_per_workgroup,
+                l.max_compute_workgroups_per_dimension,
+                l.min_uniform_buffer_offset_alignment
+            );
+            let _ = writeln!(
+                s,
+                "  features: f32 atomics {}, timestamp queries {}",
+                if g.float_atomics() { "yes" } else { "no" },
+                if g.timestamps() { "yes" } else { "no" }
+            );
+        }
+    }
+    s
+}

@@ -1,0 +1,733 @@
+//! The executor: runs the loop groups of one force. Consecutive GPU groups form a region that is
+//! encoded into one command encoder (one compute pass) and submitted once, with the uploads it
+//! needs before and the readbacks the host asked for after; host groups run between regions,
+//! with data copied only where it crosses.
+
+use super::lower::{Lowered, PlanSpec, Resource, lower};
+use super::{Buf, Gpu, Pipeline, PlanEntry, State, host};
+use crate::codegen::{self, Params, Schedule, reduce};
+use crate::context::Inner;
+use crate::data::DataInner;
+use crate::error::{Error, Result};
+use crate::fuse::Group;
+use crate::plan::{self, PlanInput, RaceArg, StagedMap};
+use crate::types::{Access, DType};
+use std::collections::HashSet;
+use std::num::NonZeroU64;
+use std::rc::Rc;
+use wgpu::util::DeviceExt;
+
+/// One dispatch: the pipeline, the bind group (by cache key), the params slot, the grid.
+struct Cmd {
+    pipeline: Rc<Pipeline>,
+    /// Buffers in binding order after the params arena: (buffer id, bound bytes).
+    bufs: Vec<(u64, u64)>,
+    params: usize,
+    grid: (u32, u32),
+}
+
+/// Runs `groups` in order and leaves `readback` valid on the host.
+pub(crate) async fn run(ctx: &Inner, groups: &[Group], readback: &[Rc<DataInner>]) -> Result<()> {
+    let mut i = 0;
+    while i < groups.len() {
+        if groups[i].host {
+            let need = host_data(&groups[i]);
+            fetch(ctx, &[], &need).await?;
+            let copied = host::run_group(&groups[i])?;
+            let mut st = ctx.rt.borrow_mut();
+            st.stats.host_loops += groups[i].loops.len() as u64;
+            st.stats.loops += groups[i].loops.len() as u64;
+            st.stats.groups += 1;
+            st.stats.host_copies += copied;
+            i += 1;
+            continue;
+        }
+        let j = (i..groups.len())
+            .find(|&k| groups[k].host)
+            .unwrap_or(groups.len());
+        let want: Vec<Rc<DataInner>> = if j < groups.len() {
+            host_data(&groups[j])
+        } else {
+            readback.to_vec()
+        };
+        fetch(ctx, &groups[i..j], &want).await?;
+        i = j;
+    }
+    fetch(ctx, &[], readback).await
+}
+
+/// Data a host group touches (it needs current host copies of all of it).
+fn host_data(g: &Group) -> Vec<Rc<DataInner>> {
+    let mut seen = HashSet::new();
+    g.loops
+        .iter()
+        .flat_map(|l| l.args.iter())
+        .filter(|a| seen.insert(a.data.id))
+        .map(|a| a.data.clone())
+        .collect()
+}
+
+/// Encodes and submits `groups`, then reads back whichever of `want` the host lacks.
+async fn fetch(ctx: &Inner, groups: &[Group], want: &[Rc<DataInner>]) -> Result<()> {
+    let gpu = &ctx.gpu;
+    // What needs a readback is known only after the groups are encoded (they mark what they
+    // write as current on the device).
+    let needs_readback =
+        |d: &Rc<DataInner>| !d.host_valid.get() && d.device_valid.get() && d.len() > 0;
+    if groups.is_empty() && !want.iter().any(needs_readback) {
+        return Ok(());
+    }
+    if let Some(e) = gpu.uncaptured.lock().ok().and_then(|mut s| s.take()) {
+        return Err(Error::Device(format!(
+            "the device reported an earlier error: {e}"
+        )));
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let mut encoder = gpu
+        .device
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("parloop force"),
+        });
+    let staging = {
+        let mut st = ctx.rt.borrow_mut();
+        st.purge();
+        let choice = ctx.choice();
+        let mut params: Vec<Params> = Vec::new();
+        let mut cmds: Vec<Cmd> = Vec::new();
+        let mut scratch_words = 0u64;
+        let mut loops = 0u64;
+        for g in groups {
+            let lw =
+                lower(g, &choice).map_err(|m| Error::ParLoop(format!("{}: {m}", g.names())))?;
+            loops += g.loops.len() as u64;
+            if lw.positions() == 0 {
+                continue;
+            }
+            scratch_words = scratch_words.max(encode_group(
+                ctx,
+                &mut st,
+                &mut encoder,
+                g,
+                lw,
+                &mut params,
+                &mut cmds,
+            )?);
+        }
+        // The params arena and scratch must exist before bind groups refer to them.
+        let stride = wgpu::util::align_to(
+            std::mem::size_of::<Params>() as u64,
+            gpu.limits.min_uniform_buffer_offset_alignment as u64,
+        );
+        if !params.is_empty() {
+            let bytes = stride * params.len() as u64;
+            if st.params.as_ref().is_none_or(|b| b.size < bytes) {
+                let b = st.new_buf(
+                    gpu,
+                    bytes,
+                    wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                    "parloop params",
+                );
+                st.params = Some(b);
+            }
+            let mut raw = vec![0u8; bytes as usize];
+            for (k, p) in params.iter().enumerate() {
+                let at = k * stride as usize;
+                raw[at..at + std::mem::size_of::<Params>()].copy_from_slice(bytemuck::bytes_of(p));
+            }
+            if let Some(b) = &st.params {
+                gpu.queue.write_buffer(&b.buffer, 0, &raw);
+            }
+        }
+        if scratch_words > 0
+            && st
+                .scratch
+                .as_ref()
+                .is_none_or(|b| b.size < scratch_words * 4)
+        {
+            let (b, _) = st.storage(gpu, scratch_words * 4, "parloop scratch");
+            if let Some(old) = st.scratch.replace(b) {
+                st.pool.entry(old.size).or_default().push(old);
+            }
+        }
+        let scratch_id = st.scratch.as_ref().map(|b| (b.id, b.size));
+        for c in &mut cmds {
+            for slot in c.bufs.iter_mut() {
+                if slot.0 == SCRATCH {
+                    *slot = scratch_id.unwrap_or((0, 4));
+                }
+            }
+        }
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("parloop"),
+                timestamp_writes: None,
+            });
+            for c in &cmds {
+                let bg = bind_group(&mut st, gpu, c)?;
+                pass.set_pipeline(&c.pipeline.pipeline);
+                pass.set_bind_group(0, &bg, &[(c.params as u64 * stride) as u32]);
+                pass.dispatch_workgroups(c.grid.0, c.grid.1, 1);
+            }
+        }
+        st.stats.dispatches += cmds.len() as u64;
+        st.stats.last_dispatches += cmds.len() as u64;
+        st.stats.loops += loops;
+        st.stats.groups += groups.len() as u64;
+        // Readbacks ride in the same submission.
+        let mut staging = Vec::new();
+        for d in want.iter().filter(|d| needs_readback(d)) {
+            let Some((_, src)) = st.data.get(&d.id) else {
+                continue;
+            };
+            let src_id = src.id;
+            let bytes = d.bytes();
+            let buf = st.staging_buf(gpu, bytes);
+            let src = &st.data[&d.id].1;
+            debug_assert_eq!(src.id, src_id);
+            encoder.copy_buffer_to_buffer(&src.buffer, 0, &buf.buffer, 0, bytes);
+            staging.push((d.clone(), buf));
+        }
+        st.stats.submissions += 1;
+        st.stats.readbacks += staging.len() as u64;
+        staging
+    };
+    gpu.queue.submit([encoder.finish()]);
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(e) = scope.pop().await {
+        let names: Vec<String> = groups.iter().map(Group::names).collect();
+        return Err(Error::Device(format!(
+            "the device rejected the work of {}: {e}",
+            if names.is_empty() {
+                "a readback".to_string()
+            } else {
+                names.join("; ")
+            }
+        )));
+    }
+    read_staging(ctx, staging).await
+}
+
+/// Maps the readback buffers and copies them into the host copies.
+async fn read_staging(ctx: &Inner, staging: Vec<(Rc<DataInner>, Buf)>) -> Result<()> {
+    if staging.is_empty() {
+        return Ok(());
+    }
+    let mut waits = Vec::new();
+    for (d, buf) in &staging {
+        let (tx, rx) = futures::channel::oneshot::channel();
+        buf.buffer
+            .map_async(wgpu::MapMode::Read, 0..d.bytes(), move |r| {
+                let _ = tx.send(r);
+            });
+        waits.push(rx);
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    ctx.gpu
+        .device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| Error::Device(format!("waiting for the GPU failed: {e}")))?;
+    for ((d, buf), rx) in staging.into_iter().zip(waits) {
+        match rx.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                return Err(Error::Device(format!(
+                    "reading back `{}` failed: {e}",
+                    d.name
+                )));
+            }
+            Err(_) => {
+                return Err(Error::Device(format!(
+                    "reading back `{}` was cancelled",
+                    d.name
+                )));
+            }
+        }
+        {
+            let view = buf
+                .buffer
+                .get_mapped_range(0..d.bytes())
+                .map_err(|e| Error::Device(format!("mapping `{}` failed: {e}", d.name)))?;
+            let mut host = d.host.try_borrow_mut().map_err(|_| {
+                Error::Usage(format!(
+                    "{} `{}` is still borrowed by the host (a data_ro() guard is alive) while its \
+                     new values are read back: drop the guard first",
+                    d.kind(),
+                    d.name
+                ))
+            })?;
+            host.clear();
+            host.extend_from_slice(bytemuck::cast_slice(&view));
+        }
+        buf.buffer.unmap();
+        d.host_valid.set(true);
+        ctx.rt.borrow_mut().release_staging(buf);
+    }
+    Ok(())
+}
+
+/// Placeholder buffer id for the scratch buffer until its size is known.
+const SCRATCH: u64 = u64::MAX;
+
+/// Prepares one group: plan, pipeline, buffers, dispatches. Returns the scratch words it needs.
+#[allow(clippy::too_many_arguments)]
+fn encode_group(
+    ctx: &Inner,
+    st: &mut State,
+    encoder: &mut wgpu::CommandEncoder,
+    g: &Group,
+    mut lw: Lowered,
+    params: &mut Vec<Params>,
+    cmds: &mut Vec<Cmd>,
+) -> Result<u64> {
+    let gpu = &ctx.gpu;
+    let names = || g.names();
+    let plan = match &lw.plan {
+        Some(spec) => Some(
+            ensure_plan(st, gpu, &lw, spec)
+                .map_err(|m| Error::ParLoop(format!("{}: {m}", names())))?,
+        ),
+        None => None,
+    };
+    if let Some(p) = &plan {
+        for (s, m) in lw.ir.staged.iter_mut().enumerate() {
+            m.maxu = p.maxu.get(s).copied().unwrap_or(0);
+        }
+    }
+    let limits = &gpu.limits;
+    let storage = lw.ir.bindings.len() as u32;
+    if storage > limits.max_storage_buffers_per_shader_stage {
+        return Err(Error::ParLoop(format!(
+            "{}: needs {storage} storage buffers, the adapter allows {} per shader stage: split \
+             the loop or pass fewer Dats and Maps",
+            names(),
+            limits.max_storage_buffers_per_shader_stage
+        )));
+    }
+    let wg_bytes = lw.ir.workgroup_bytes() as u32;
+    if wg_bytes > limits.max_compute_workgroup_storage_size {
+        return Err(Error::ParLoop(format!(
+            "{}: needs {wg_bytes} bytes of workgroup memory, the adapter allows {}: use the \
+             `atomics` or `global-colour` strategy, or staging `none`",
+            names(),
+            limits.max_compute_workgroup_storage_size
+        )));
+    }
+    let wgsl = codegen::generate(&lw.ir);
+    let pipeline = ensure_pipeline(st, gpu, &wgsl, &names())?;
+    // Buffers, in binding order.
+    let mut bufs = Vec::with_capacity(lw.resources.len());
+    for res in &lw.resources {
+        bufs.push(match res {
+            Resource::Data(d) => data_buffer(st, gpu, encoder, d)?,
+            Resource::Map(m) => {
+                let e = st
+                    .maps
+                    .entry(m.id())
+                    .or_insert_with(|| (Rc::downgrade(&m.0), init_buf(gpu, m.values(), m.name())));
+                (e.1.id, bound(m.values().len() as u64 * 4))
+            }
+            Resource::Subset(s) => {
+                let e = st
+                    .subsets
+                    .entry(s.0.id)
+                    .or_insert_with(|| (Rc::downgrade(&s.0), init_buf(gpu, s.indices(), s.name())));
+                (e.1.id, bound(s.len() as u64 * 4))
+            }
+            Resource::Plan => {
+                let p = plan.as_ref().expect("planned schedules have a plan");
+                (p.buffer.id, p.buffer.size)
+            }
+            Resource::Scratch => (SCRATCH, 0),
+        });
+    }
+    // Dispatches.
+    let wg = lw.ir.workgroup_size as u64;
+    let ranges: Vec<(u32, u32, u32)> = match (&lw.ir.schedule, plan.as_deref()) {
+        (
+            Schedule::GlobalColour,
+            Some(PlanEntry {
+                colour: Some(c), ..
+            }),
+        ) => (0..c.colours())
+            .map(|k| {
+                let n = (c.offsets[k + 1] - c.offsets[k]) as u32;
+                (n, c.offsets[k] as u32, n.div_ceil(wg as u32))
+            })
+            .collect(),
+        (
+            Schedule::Hierarchical(_),
+            Some(PlanEntry {
+                blocks: Some(b), ..
+            }),
+        ) => (0..b.block_colours())
+            .map(|k| {
+                let n = (b.colour_offsets[k + 1] - b.colour_offsets[k]) as u32;
+                (n, b.colour_offsets[k] as u32, n)
+            })
+            .collect(),
+        _ => {
+            let n = lw.positions() as u32;
+            vec![(n, 0, n.div_ceil(wg as u32))]
+        }
+    };
+    let slots: u32 = ranges.iter().map(|r| r.2).sum();
+    let mut wg_base = 0;
+    for &(n, base, nwg) in &ranges {
+        if nwg == 0 {
+            continue;
+        }
+        params.push(Params {
+            n,
+            base,
+            wg_base,
+            slots,
+            nwg,
+            pad: [0; 3],
+        });
+        cmds.push(Cmd {
+            pipeline: pipeline.clone(),
+            bufs: bufs.clone(),
+            params: params.len() - 1,
+            grid: grid(nwg, gpu.limits.max_compute_workgroups_per_dimension),
+        });
+        wg_base += nwg;
+    }
+    // Reductions: one finalize dispatch each.
+    let mut off = 0u32;
+    for red in &lw.ir.reductions {
+        let fin = ensure_pipeline(
+            st,
+            gpu,
+            &reduce::finalize_wgsl(red.dtype, red.access),
+            &names(),
+        )?;
+        let global = bufs[red.binding];
+        params.push(Params {
+            n: slots,
+            base: off * slots,
+            nwg: red.dim as u32,
+            ..Default::default()
+        });
+        cmds.push(Cmd {
+            pipeline: fin,
+            bufs: vec![(SCRATCH, 0), global],
+            params: params.len() - 1,
+            grid: (1, 1),
+        });
+        off += red.dim as u32;
+    }
+    // What this group writes is now current on the device only.
+    for (res, b) in lw.resources.iter().zip(&lw.ir.bindings) {
+        if let Resource::Data(d) = res {
+            if b.writable {
+                d.device_valid.set(true);
+                d.host_valid.set(false);
+            }
+        }
+    }
+    Ok(off as u64 * slots as u64)
+}
+
+/// A 2-D grid when the workgroups exceed one dimension's limit.
+fn grid(nwg: u32, max: u32) -> (u32, u32) {
+    if nwg <= max {
+        (nwg, 1)
+    } else {
+        let y = nwg.div_ceil(max);
+        (nwg.div_ceil(y), y)
+    }
+}
+
+/// Bytes a storage binding covers (at least 4).
+fn bound(bytes: u64) -> u64 {
+    bytes.max(4)
+}
+
+fn init_buf(gpu: &Gpu, words: &[u32], label: &str) -> Buf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1 << 40);
+    let contents: &[u8] = if words.is_empty() {
+        &[0; 4]
+    } else {
+        bytemuck::cast_slice(words)
+    };
+    let buffer = gpu
+        .device
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(label),
+            contents,
+            usage: wgpu::BufferUsages::STORAGE,
+        });
+    Buf {
+        id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        size: contents.len() as u64,
+        buffer,
+    }
+}
+
+/// The device buffer of a Dat or Global, made current: created (or reused from the pool) at
+/// first use, uploaded when the host copy is newer, cleared when it was never written.
+fn data_buffer(
+    st: &mut State,
+    gpu: &Gpu,
+    encoder: &mut wgpu::CommandEncoder,
+    d: &Rc<DataInner>,
+) -> Result<(u64, u64)> {
+    let bytes = d.bytes();
+    let max = gpu.limits.max_storage_buffer_binding_size;
+    if bytes > max {
+        return Err(Error::ParLoop(format!(
+            "{} `{}` needs {bytes} bytes, over the adapter's max_storage_buffer_binding_size of \
+             {max} bytes: split it into several Dats (or use an adapter with larger bindings)",
+            d.kind(),
+            d.name
+        )));
+    }
+    let fresh = !st.data.contains_key(&d.id);
+    if fresh {
+        let (buf, zeroed) = st.storage(gpu, bytes, &d.name);
+        if !d.host_valid.get() && !d.device_valid.get() {
+            if !zeroed {
+                encoder.clear_buffer(&buf.buffer, 0, None);
+            }
+            d.device_valid.set(true);
+        }
+        st.data.insert(d.id, (Rc::downgrade(d), buf));
+    }
+    if d.host_valid.get() && !d.device_valid.get() {
+        let host = d.host.borrow();
+        if !host.is_empty() {
+            gpu.queue
+                .write_buffer(&st.data[&d.id].1.buffer, 0, bytemuck::cast_slice(&host));
+        }
+        d.device_valid.set(true);
+        st.stats.uploads += 1;
+    }
+    Ok((st.data[&d.id].1.id, bound(bytes)))
+}
+
+fn ensure_plan(
+    st: &mut State,
+    gpu: &Gpu,
+    lw: &Lowered,
+    spec: &PlanSpec,
+) -> std::result::Result<Rc<PlanEntry>, String> {
+    if let Some(p) = st.plans.get(&spec.key) {
+        return Ok(p.clone());
+    }
+    let t0 = crate::util::now_ms();
+    let sections = lw.space.set().sections();
+    let section_ends = if lw.space.subset().is_some() {
+        Vec::new()
+    } else {
+        vec![sections.core]
+    };
+    let input = PlanInput {
+        positions: lw.positions(),
+        elements: lw.space.subset().map(|s| s.indices()),
+        section_ends,
+        space_sizes: spec.space_sizes.clone(),
+        races: spec
+            .races
+            .iter()
+            .map(|(s, m, idx)| RaceArg {
+                space: *s,
+                map: m.values(),
+                arity: m.arity(),
+                idx: *idx,
+            })
+            .collect(),
+        staged: spec
+            .staged
+            .iter()
+            .map(|(m, bytes, slots)| StagedMap {
+                map: m.values(),
+                arity: m.arity(),
+                bytes_per_target: *bytes,
+                slots_per_element: *slots,
+            })
+            .collect(),
+    };
+    let entry = if spec.colour {
+        let c = plan::colour_elements(&input, spec.config.balance);
+        let buffer = init_buf(gpu, &c.elem, "parloop plan");
+        PlanEntry {
+            colour: Some(c),
+            blocks: None,
+            buffer,
+            maxu: Vec::new(),
+        }
+    } else {
+        let b = plan::build_blocks(&input, &spec.config).map_err(|e| match e {
+            plan::PlanError::ElementTooLarge { bytes, limit } => format!(
+                "one element stages {bytes} bytes of workgroup memory, over the {limit} bytes \
+                 available: use staging `none`, or the `atomics` or `global-colour` strategy"
+            ),
+        })?;
+        let buffer = init_buf(gpu, &b.pack(), "parloop plan");
+        PlanEntry {
+            maxu: b.staged.iter().map(|s| s.maxu).collect(),
+            colour: None,
+            blocks: Some(b),
+            buffer,
+        }
+    };
+    let us = ((crate::util::now_ms() - t0) * 1e3) as u64;
+    log::debug!("plan built in {us} us: {}", spec.key);
+    st.stats.plans_built += 1;
+    st.stats.plan_build_us += us;
+    let entry = Rc::new(entry);
+    st.plans.insert(spec.key.clone(), entry.clone());
+    Ok(entry)
+}
+
+/// The pipeline of a WGSL module, compiled once (cached by the WGSL text, which fixes the
+/// layout too). The module is validated with naga first.
+fn ensure_pipeline(st: &mut State, gpu: &Gpu, wgsl: &str, names: &str) -> Result<Rc<Pipeline>> {
+    if let Some(p) = st.pipelines.get(wgsl) {
+        return Ok(p.clone());
+    }
+    let module = codegen::validate(wgsl, gpu.capabilities()).map_err(|e| {
+        Error::Kernel(format!(
+            "{names}: the generated shader does not validate (a parloop bug; please report it \
+             with this message):\n{e}"
+        ))
+    })?;
+    let entries = layout_entries(&module);
+    let device = &gpu.device;
+    #[cfg(not(target_arch = "wasm32"))]
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some("parloop"),
+        entries: &entries,
+    });
+    let pl_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some("parloop"),
+        bind_group_layouts: &[Some(&layout)],
+        immediate_size: 0,
+    });
+    let shader = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("parloop group"),
+        source: wgpu::ShaderSource::Wgsl(wgsl.into()),
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("parloop group"),
+        layout: Some(&pl_layout),
+        module: &shader,
+        entry_point: Some("pl_main"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(e) = pollster::block_on(scope.pop()) {
+        return Err(Error::Device(format!(
+            "{names}: the device could not compile the loop's shader: {e}"
+        )));
+    }
+    st.stats.pipelines_compiled += 1;
+    let p = Rc::new(Pipeline {
+        id: st.stats.pipelines_compiled,
+        pipeline,
+        layout,
+    });
+    st.pipelines.insert(wgsl.to_string(), p.clone());
+    Ok(p)
+}
+
+/// Bind group layout entries from the module's globals: binding 0 the params (uniform, dynamic
+/// offset), the others storage buffers, read-only or not as declared.
+fn layout_entries(m: &naga::Module) -> Vec<wgpu::BindGroupLayoutEntry> {
+    let mut entries: Vec<wgpu::BindGroupLayoutEntry> = m
+        .global_variables
+        .iter()
+        .filter_map(|(_, v)| {
+            let b = v.binding.as_ref()?;
+            let ty = match v.space {
+                naga::AddressSpace::Uniform => wgpu::BufferBindingType::Uniform,
+                naga::AddressSpace::Storage { access } => wgpu::BufferBindingType::Storage {
+                    read_only: !access.contains(naga::StorageAccess::STORE),
+                },
+                _ => return None,
+            };
+            Some(wgpu::BindGroupLayoutEntry {
+                binding: b.binding,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty,
+                    has_dynamic_offset: ty == wgpu::BufferBindingType::Uniform,
+                    min_binding_size: None,
+                },
+                count: None,
+            })
+        })
+        .collect();
+    entries.sort_by_key(|e| e.binding);
+    entries
+}
+
+fn bind_group(st: &mut State, gpu: &Gpu, c: &Cmd) -> Result<wgpu::BindGroup> {
+    let params = st.params.as_ref().map_or(0, |b| b.id);
+    let mut key_bufs = vec![(params, 0)];
+    key_bufs.extend_from_slice(&c.bufs);
+    let key = (c.pipeline.id, key_bufs);
+    if let Some(bg) = st.bind_groups.get(&key) {
+        return Ok(bg.clone());
+    }
+    let lookup = |id: u64| -> Option<&wgpu::Buffer> {
+        st.data
+            .values()
+            .map(|(_, b)| b)
+            .chain(st.maps.values().map(|(_, b)| b))
+            .chain(st.subsets.values().map(|(_, b)| b))
+            .chain(st.scratch.iter())
+            .chain(st.plans.values().map(|p| &p.buffer))
+            .find(|b| b.id == id)
+            .map(|b| &b.buffer)
+    };
+    let params_buf = st
+        .params
+        .as_ref()
+        .ok_or_else(|| Error::Device("internal: no params buffer".into()))?;
+    let mut entries = vec![wgpu::BindGroupEntry {
+        binding: 0,
+        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: &params_buf.buffer,
+            offset: 0,
+            size: NonZeroU64::new(std::mem::size_of::<Params>() as u64),
+        }),
+    }];
+    for (k, &(id, bytes)) in c.bufs.iter().enumerate() {
+        let buffer =
+            lookup(id).ok_or_else(|| Error::Device(format!("internal: buffer {id} is gone")))?;
+        entries.push(wgpu::BindGroupEntry {
+            binding: k as u32 + 1,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer,
+                offset: 0,
+                size: NonZeroU64::new(bytes.max(4)),
+            }),
+        });
+    }
+    let bg = gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some("parloop"),
+        layout: &c.pipeline.layout,
+        entries: &entries,
+    });
+    st.bind_groups.insert(key, bg.clone());
+    Ok(bg)
+}
+
+/// Combines two values of a reduction on the host (bit patterns of `dtype`).
+pub(crate) fn combine_bits(dtype: DType, access: Access, a: u32, b: u32) -> u32 {
+    match (dtype, access) {
+        (DType::F32, Access::Min) => f32::from_bits(a).min(f32::from_bits(b)).to_bits(),
+        (DType::F32, Access::Max) => f32::from_bits(a).max(f32::from_bits(b)).to_bits(),
+        (DType::F32, _) => (f32::from_bits(a) + f32::from_bits(b)).to_bits(),
+        (DType::U32, Access::Min) => a.min(b),
+        (DType::U32, Access::Max) => a.max(b),
+        (DType::U32, _) => a.wrapping_add(b),
+        (DType::I32, Access::Min) => (a as i32).min(b as i32) as u32,
+        (DType::I32, Access::Max) => (a as i32).max(b as i32) as u32,
+        (DType::I32, _) => (a as i32).wrapping_add(b as i32) as u32,
+    }
+}

@@ -1,0 +1,121 @@
+//! The host target: loops whose kernel has no WGSL run here, element by element, with the same
+//! gather / call / scatter semantics as the generated shaders (reductions start from their
+//! identity and are combined afterwards).
+
+use super::exec::combine_bits;
+use crate::data::{DataInner, Via};
+use crate::error::{Error, Result};
+use crate::fuse::Group;
+use crate::kernel::HostArgs;
+use std::cell::RefMut;
+use std::rc::Rc;
+
+/// Runs a host group on host copies that are current (the executor read them back). Returns
+/// the number of values the group touched that came from, or go to, the device.
+pub(crate) fn run_group(g: &Group) -> Result<u64> {
+    let mut copied = 0u64;
+    for lp in &g.loops {
+        let f = lp.kernel.0.host.clone().ok_or_else(|| {
+            Error::ParLoop(format!(
+                "{}: the kernel has neither WGSL nor a host closure",
+                lp.name()
+            ))
+        })?;
+        // Distinct data of the loop, with host copies made current.
+        let mut data: Vec<Rc<DataInner>> = Vec::new();
+        for a in &lp.args {
+            if !data.iter().any(|d| d.id == a.data.id) {
+                data.push(a.data.clone());
+            }
+        }
+        for d in &data {
+            d.ensure_host_zeros();
+            if !d.host_valid.get() {
+                return Err(Error::Device(format!(
+                    "internal: host copy of `{}` is stale for {}",
+                    d.name,
+                    lp.name()
+                )));
+            }
+            copied += u64::from(d.device_valid.get()) * d.len() as u64;
+        }
+        let mut hosts: Vec<RefMut<Vec<u32>>> = Vec::with_capacity(data.len());
+        for d in &data {
+            hosts.push(d.host.try_borrow_mut().map_err(|_| {
+                Error::Usage(format!(
+                    "{}: `{}` is borrowed by the host (a data guard is alive): drop it first",
+                    lp.name(),
+                    d.name
+                ))
+            })?);
+        }
+        let slot: Vec<usize> = lp
+            .args
+            .iter()
+            .map(|a| data.iter().position(|d| d.id == a.data.id).unwrap_or(0))
+            .collect();
+        let mut values: Vec<Vec<u32>> = lp.args.iter().map(|a| vec![0; a.width()]).collect();
+        let positions = lp.space.len();
+        for p in 0..positions {
+            let e = lp.space.subset().map_or(p, |s| s.indices()[p] as usize);
+            // Gather.
+            for (i, a) in lp.args.iter().enumerate() {
+                let dim = a.data.dim;
+                let src = &hosts[slot[i]];
+                let v = &mut values[i];
+                if a.access.is_reduction() {
+                    v.fill(a.data.dtype.identity_bits(a.access));
+                    continue;
+                }
+                for (k, t) in targets(&a.via, e).into_iter().enumerate() {
+                    v[k * dim..(k + 1) * dim].copy_from_slice(&src[t * dim..(t + 1) * dim]);
+                }
+            }
+            f(&mut HostArgs {
+                element: e,
+                values: &mut values,
+            });
+            // Scatter.
+            for (i, a) in lp.args.iter().enumerate() {
+                if !a.access.writes() {
+                    continue;
+                }
+                let dim = a.data.dim;
+                let dst = &mut hosts[slot[i]];
+                let v = &values[i];
+                for (k, t) in targets(&a.via, e).into_iter().enumerate() {
+                    for c in 0..dim {
+                        let x = v[k * dim + c];
+                        let cell = &mut dst[t * dim + c];
+                        *cell = if a.access.is_reduction() {
+                            combine_bits(a.data.dtype, a.access, *cell, x)
+                        } else {
+                            x
+                        };
+                    }
+                }
+            }
+        }
+        drop(hosts);
+        for (a, d) in lp.args.iter().map(|a| (a, &a.data)) {
+            if a.access.writes() {
+                d.host_valid.set(true);
+                d.device_valid.set(false);
+            }
+        }
+    }
+    Ok(copied)
+}
+
+/// Element indices an argument reaches from element e.
+fn targets(via: &Via, e: usize) -> Vec<usize> {
+    match via {
+        Via::Direct => vec![e],
+        Via::Global => vec![0],
+        Via::Map(m, j) => vec![m.values()[e * m.arity() + j] as usize],
+        Via::MapAll(m) => m.values()[e * m.arity()..(e + 1) * m.arity()]
+            .iter()
+            .map(|&t| t as usize)
+            .collect(),
+    }
+}

@@ -1,0 +1,540 @@
+//! Lowering: a loop group (one loop, or several fused over one iteration space) becomes the
+//! codegen IR, the list of resources to bind in binding order, and the plan its schedule needs.
+//! Decides the schedule: direct when nothing races; native atomics when only integers race;
+//! otherwise the configured strategy.
+
+use crate::codegen::{
+    ArgIr, ArgSource, Atomic, BindingIr, BindingKind, GroupIr, LoopIr, ReductionIr, RegisterIr,
+    Schedule, StagedMapIr, Staging,
+};
+use crate::data::{DataInner, IterSpace, Map, Subset, Via};
+use crate::fuse::Group;
+use crate::plan::PlanConfig;
+use crate::types::{Access, DType};
+use std::fmt::Write;
+use std::rc::Rc;
+
+/// How racing increments (INC/MIN/MAX through a map) are made safe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Strategy {
+    /// `hierarchical`: see ARCHITECTURE.md for why it is the default.
+    #[default]
+    Auto,
+    /// Coloured mini-partitions, one per workgroup, with staging.
+    Hierarchical,
+    /// One-level element colouring, one dispatch per colour.
+    GlobalColour,
+    /// Native f32 atomics (adapters with SHADER_FLOAT32_ATOMIC).
+    Atomics,
+    /// Compare-and-swap on u32 bit patterns.
+    Cas,
+}
+
+impl Strategy {
+    pub fn parse(s: &str) -> Option<Strategy> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "auto" | "" => Strategy::Auto,
+            "hierarchical" => Strategy::Hierarchical,
+            "global-colour" | "global-color" | "colour" | "color" => Strategy::GlobalColour,
+            "atomics" => Strategy::Atomics,
+            "cas" => Strategy::Cas,
+            _ => return None,
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Auto => "auto",
+            Strategy::Hierarchical => "hierarchical",
+            Strategy::GlobalColour => "global-colour",
+            Strategy::Atomics => "atomics",
+            Strategy::Cas => "cas",
+        }
+    }
+}
+
+/// The execution knobs lowering needs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Choice {
+    pub strategy: Strategy,
+    pub staging: Staging,
+    pub block_size: Option<usize>,
+    pub balance: bool,
+    pub workgroup_size: u32,
+    pub float_atomics: bool,
+    pub workgroup_memory: usize,
+}
+
+/// What a binding refers to.
+#[derive(Clone)]
+pub(crate) enum Resource {
+    Data(Rc<DataInner>),
+    Map(Map),
+    Subset(Subset),
+    Plan,
+    Scratch,
+}
+
+/// The plan a schedule needs.
+pub(crate) struct PlanSpec {
+    pub key: String,
+    pub colour: bool,
+    pub space_sizes: Vec<usize>,
+    /// (space, map, index) of each racing argument.
+    pub races: Vec<(usize, Map, Option<usize>)>,
+    /// (map, bytes per target, slots per element) of each staged map.
+    pub staged: Vec<(Map, usize, usize)>,
+    pub config: PlanConfig,
+}
+
+pub(crate) struct Lowered {
+    pub ir: GroupIr,
+    pub resources: Vec<Resource>,
+    pub plan: Option<PlanSpec>,
+    pub space: IterSpace,
+}
+
+impl Lowered {
+    pub fn positions(&self) -> usize {
+        self.space.len()
+    }
+}
+
+/// Builds the IR of a group (the staged `maxu` sizes are filled in once the plan exists).
+pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
+    let first = &group.loops[0];
+    let space = first.space.clone();
+    let mut b = Builder::default();
+    let racing: Vec<(usize, usize)> = group
+        .loops
+        .iter()
+        .enumerate()
+        .flat_map(|(l, lp)| {
+            lp.args
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| a.races())
+                .map(move |(a, _)| (l, a))
+        })
+        .collect();
+    let schedule = schedule_for(group, &racing, choice)?;
+    let staging = match schedule {
+        Schedule::Hierarchical(s) => Some(s),
+        _ => None,
+    };
+    if let Some(sub) = space.subset() {
+        if !matches!(schedule, Schedule::GlobalColour | Schedule::Hierarchical(_)) {
+            b.subset = Some(b.bind(
+                Key::Subset(sub.0.id),
+                Resource::Subset(sub.clone()),
+                BindingIr {
+                    name: sub.name().to_string(),
+                    kind: BindingKind::Subset,
+                    writable: false,
+                    atomic: Atomic::No,
+                },
+            ));
+        }
+    }
+    // Staged maps (hierarchical): maps of racing args, and of indirect reads when staging all.
+    let mut staged: Vec<(Map, Vec<(u64, usize)>, Vec<Option<usize>>)> = Vec::new();
+    if let Some(st) = staging {
+        for lp in &group.loops {
+            for a in &lp.args {
+                let Some(map) = a.map() else { continue };
+                let stage = match st {
+                    Staging::None => false,
+                    Staging::Inc => a.races(),
+                    Staging::All => a.races() || a.access == Access::Read,
+                };
+                if !stage {
+                    continue;
+                }
+                let slot = match staged.iter().position(|(m, _, _)| m.id() == map.id()) {
+                    Some(s) => s,
+                    None => {
+                        staged.push((map.clone(), Vec::new(), Vec::new()));
+                        staged.len() - 1
+                    }
+                };
+                let (_, dats, idxs) = &mut staged[slot];
+                if !dats.iter().any(|&(id, _)| id == a.data.id) {
+                    dats.push((a.data.id, a.data.dim));
+                }
+                let idx = match a.via {
+                    Via::Map(_, j) => Some(j),
+                    _ => None,
+                };
+                if !idxs.contains(&idx) {
+                    idxs.push(idx);
+                }
+            }
+        }
+    }
+    // Racing Dats are the colouring spaces.
+    let mut spaces: Vec<u64> = Vec::new();
+    let mut races = Vec::new();
+    for &(l, a) in &racing {
+        let arg = &group.loops[l].args[a];
+        let s = match spaces.iter().position(|&id| id == arg.data.id) {
+            Some(s) => s,
+            None => {
+                spaces.push(arg.data.id);
+                spaces.len() - 1
+            }
+        };
+        let idx = match arg.via {
+            Via::Map(_, j) => Some(j),
+            _ => None,
+        };
+        races.push((s, arg.map().cloned().expect("racing args have maps"), idx));
+    }
+    let space_sizes: Vec<usize> = spaces
+        .iter()
+        .map(|&id| {
+            racing
+                .iter()
+                .map(|&(l, a)| &group.loops[l].args[a])
+                .find(|a| a.data.id == id)
+                .and_then(|a| a.map().map(|m| m.to_set().total()))
+                .unwrap_or(0)
+        })
+        .collect();
+
+    let mut loops = Vec::new();
+    for (l, lp) in group.loops.iter().enumerate() {
+        let mut args = Vec::new();
+        for (ai, a) in lp.args.iter().enumerate() {
+            let d = &a.data;
+            let source = match &a.via {
+                Via::Direct => {
+                    let reg = b.register(d, group.ephemeral.contains(&d.id), a.access);
+                    ArgSource::Direct { reg }
+                }
+                Via::Global => {
+                    let binding = b.data(d, a.access.writes(), Atomic::No);
+                    let red = a.access.is_reduction().then(|| {
+                        b.reductions.push(ReductionIr {
+                            binding,
+                            dtype: d.dtype,
+                            dim: d.dim,
+                            access: a.access,
+                        });
+                        b.reductions.len() - 1
+                    });
+                    ArgSource::Global { binding, red }
+                }
+                Via::Map(m, _) | Via::MapAll(m) => {
+                    let atomic = match (&schedule, racing.contains(&(l, ai))) {
+                        (Schedule::Atomics | Schedule::Cas, true) => {
+                            atomic_kind(&schedule, d.dtype, a.access)
+                        }
+                        _ => Atomic::No,
+                    };
+                    let dat = b.data(d, a.access.writes(), atomic);
+                    let map = b.map(m);
+                    let idx = match a.via {
+                        Via::Map(_, j) => Some(j),
+                        _ => None,
+                    };
+                    let staged = staged.iter().position(|(sm, dats, _)| {
+                        sm.id() == m.id() && dats.iter().any(|&(id, _)| id == d.id)
+                    });
+                    ArgSource::Indirect {
+                        dat,
+                        map,
+                        arity: m.arity(),
+                        idx,
+                        staged,
+                    }
+                }
+            };
+            args.push(ArgIr {
+                dtype: d.dtype,
+                width: a.width(),
+                dim: d.dim,
+                access: a.access,
+                source,
+                what: a.describe(),
+            });
+        }
+        loops.push(LoopIr {
+            kernel: lp.kernel.name().to_string(),
+            args,
+        });
+    }
+    let planned = matches!(schedule, Schedule::GlobalColour | Schedule::Hierarchical(_));
+    let plan_binding = planned.then(|| {
+        b.bind(
+            Key::Plan,
+            Resource::Plan,
+            BindingIr {
+                name: "plan".into(),
+                kind: BindingKind::Plan,
+                writable: false,
+                atomic: Atomic::No,
+            },
+        )
+    });
+    let scratch = (!b.reductions.is_empty()).then(|| {
+        b.bind(
+            Key::Scratch,
+            Resource::Scratch,
+            BindingIr {
+                name: "scratch".into(),
+                kind: BindingKind::Scratch,
+                writable: true,
+                atomic: Atomic::No,
+            },
+        )
+    });
+    let plan = planned.then(|| {
+        let staged_spec: Vec<(Map, usize, usize)> = staged
+            .iter()
+            .map(|(m, dats, idxs)| {
+                let bytes: usize = dats.iter().map(|&(_, dim)| dim * 4).sum();
+                let slots = if idxs.contains(&None) {
+                    m.arity()
+                } else {
+                    idxs.len()
+                };
+                (m.clone(), bytes, slots)
+            })
+            .collect();
+        let config = PlanConfig {
+            workgroup_memory: choice
+                .workgroup_memory
+                .saturating_sub(reserved_bytes(&b, choice)),
+            block_size: choice.block_size,
+            balance: choice.balance,
+        };
+        let mut key = format!(
+            "{:?}|{}|{:?}|",
+            space.key(),
+            matches!(schedule, Schedule::GlobalColour),
+            space.set().sections()
+        );
+        for (s, m, idx) in &races {
+            let _ = write!(key, "r{s}:{}:{idx:?},", m.id());
+        }
+        for (m, bytes, slots) in &staged_spec {
+            let _ = write!(key, "s{}:{bytes}:{slots},", m.id());
+        }
+        let _ = write!(key, "|{config:?}");
+        PlanSpec {
+            key,
+            colour: matches!(schedule, Schedule::GlobalColour),
+            space_sizes,
+            races,
+            staged: staged_spec,
+            config,
+        }
+    });
+    let comments = group
+        .loops
+        .iter()
+        .map(|lp| {
+            let args: Vec<String> = lp.args.iter().map(|a| a.describe()).collect();
+            format!(
+                "`{}` over {} ({}:{}): {}",
+                lp.kernel.name(),
+                lp.space.name(),
+                lp.site.file(),
+                lp.site.line(),
+                args.join("; ")
+            )
+        })
+        .collect();
+    let mut kernels: Vec<(String, String)> = Vec::new();
+    let mut consts = Vec::new();
+    for lp in &group.loops {
+        if !kernels.iter().any(|(n, _)| n == lp.kernel.name()) {
+            kernels.push((
+                lp.kernel.name().to_string(),
+                lp.kernel.wgsl().unwrap_or_default().to_string(),
+            ));
+        }
+        for c in &lp.consts {
+            if !consts.iter().any(|(n, _): &(String, _)| *n == c.0) {
+                consts.push(c.clone());
+            }
+        }
+    }
+    let ir = GroupIr {
+        comments,
+        loops,
+        bindings: b.bindings,
+        registers: b.registers,
+        reductions: b.reductions,
+        staged: staged
+            .iter()
+            .map(|(m, _, _)| StagedMapIr {
+                map: b
+                    .keys
+                    .iter()
+                    .position(|k| *k == Key::Map(m.id()))
+                    .unwrap_or(0),
+                arity: m.arity(),
+                maxu: 0,
+            })
+            .collect(),
+        kernels,
+        consts,
+        schedule,
+        subset: b.subset,
+        plan: plan_binding,
+        scratch,
+        workgroup_size: choice.workgroup_size,
+    };
+    Ok(Lowered {
+        ir,
+        resources: b.resources,
+        plan,
+        space,
+    })
+}
+
+/// Workgroup bytes the shader needs besides staging (reduction arrays, block header).
+fn reserved_bytes(b: &Builder, choice: &Choice) -> usize {
+    let mut dtypes: Vec<DType> = b.reductions.iter().map(|r| r.dtype).collect();
+    dtypes.sort();
+    dtypes.dedup();
+    dtypes.len() * choice.workgroup_size as usize * 4 + 64
+}
+
+fn atomic_kind(schedule: &Schedule, dtype: DType, access: Access) -> Atomic {
+    match (schedule, dtype, access) {
+        (_, DType::U32 | DType::I32, _) => Atomic::Native,
+        (Schedule::Atomics, DType::F32, Access::Inc) => Atomic::Native,
+        _ => Atomic::Bits,
+    }
+}
+
+fn schedule_for(
+    group: &Group,
+    racing: &[(usize, usize)],
+    choice: &Choice,
+) -> Result<Schedule, String> {
+    if racing.is_empty() {
+        return Ok(Schedule::Direct);
+    }
+    let all_int = racing
+        .iter()
+        .all(|&(l, a)| group.loops[l].args[a].data.dtype != DType::F32);
+    if all_int {
+        return Ok(Schedule::Atomics);
+    }
+    Ok(match choice.strategy {
+        Strategy::Auto | Strategy::Hierarchical => Schedule::Hierarchical(choice.staging),
+        Strategy::GlobalColour => Schedule::GlobalColour,
+        Strategy::Cas => Schedule::Cas,
+        Strategy::Atomics => {
+            if !choice.float_atomics {
+                return Err(
+                    "strategy `atomics` needs native f32 atomics (SHADER_FLOAT32_ATOMIC), which \
+                     this adapter lacks: use `hierarchical`, `global-colour` or `cas`"
+                        .to_string(),
+                );
+            }
+            Schedule::Atomics
+        }
+    })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Data(u64),
+    Map(u64),
+    Subset(u64),
+    Plan,
+    Scratch,
+}
+
+#[derive(Default)]
+struct Builder {
+    keys: Vec<Key>,
+    bindings: Vec<BindingIr>,
+    resources: Vec<Resource>,
+    registers: Vec<RegisterIr>,
+    /// Data id of each register.
+    register_ids: Vec<u64>,
+    reductions: Vec<ReductionIr>,
+    subset: Option<usize>,
+}
+
+impl Builder {
+    fn bind(&mut self, key: Key, res: Resource, ir: BindingIr) -> usize {
+        if let Some(i) = self.keys.iter().position(|k| *k == key) {
+            let b = &mut self.bindings[i];
+            b.writable |= ir.writable;
+            if ir.atomic != Atomic::No {
+                b.atomic = ir.atomic;
+            }
+            return i;
+        }
+        self.keys.push(key);
+        self.bindings.push(ir);
+        self.resources.push(res);
+        self.bindings.len() - 1
+    }
+
+    fn data(&mut self, d: &Rc<DataInner>, writable: bool, atomic: Atomic) -> usize {
+        let kind = if d.is_global() {
+            BindingKind::Global {
+                dtype: d.dtype,
+                dim: d.dim,
+            }
+        } else {
+            BindingKind::Dat {
+                dtype: d.dtype,
+                dim: d.dim,
+            }
+        };
+        self.bind(
+            Key::Data(d.id),
+            Resource::Data(d.clone()),
+            BindingIr {
+                name: d.name.clone(),
+                kind,
+                writable,
+                atomic,
+            },
+        )
+    }
+
+    fn map(&mut self, m: &Map) -> usize {
+        self.bind(
+            Key::Map(m.id()),
+            Resource::Map(m.clone()),
+            BindingIr {
+                name: m.name().to_string(),
+                kind: BindingKind::Map { arity: m.arity() },
+                writable: false,
+                atomic: Atomic::No,
+            },
+        )
+    }
+
+    /// The register of a direct Dat; the first access decides whether it is loaded.
+    fn register(&mut self, d: &Rc<DataInner>, ephemeral: bool, access: Access) -> usize {
+        if let Some(r) = self.register_ids.iter().position(|&id| id == d.id) {
+            let reg = &mut self.registers[r];
+            reg.store |= access.writes() && reg.binding.is_some();
+            if access.writes() {
+                if let Some(b) = reg.binding {
+                    self.bindings[b].writable = true;
+                }
+            }
+            return r;
+        }
+        let binding = (!ephemeral).then(|| self.data(d, access.writes(), Atomic::No));
+        self.register_ids.push(d.id);
+        self.registers.push(RegisterIr {
+            binding,
+            dtype: d.dtype,
+            dim: d.dim,
+            load: access != Access::Write && binding.is_some(),
+            store: access.writes() && binding.is_some(),
+        });
+        self.registers.len() - 1
+    }
+}

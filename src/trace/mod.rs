@@ -1,0 +1,327 @@
+//! The lazy execution trace (seeds 004 and 001): every par_loop is recorded as a computation
+//! with read and write sets at the granularity of Dat sections (and Globals); the trace keeps a
+//! DAG of them (read-after-write, write-after-read, write-after-write; implied edges dropped).
+//! `evaluate(reads, writes)` walks it newest to oldest with the seed's propagation rule and
+//! removes the needed computations, in program order.
+//!
+//! Owns: dependency bookkeeping. Must never: run anything (the context hands what evaluate
+//! returns to the runtime).
+
+use crate::data::{Arg, ConstValue, IterSpace, Via, section};
+use crate::kernel::Kernel;
+use std::collections::BTreeSet;
+use std::fmt::Write;
+use std::panic::Location;
+use std::rc::Rc;
+
+/// Data touched by a computation: (data id, section mask), sorted by id.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AccessSet(Vec<(u64, u8)>);
+
+impl AccessSet {
+    pub fn new() -> AccessSet {
+        AccessSet::default()
+    }
+    pub fn of(id: u64, mask: u8) -> AccessSet {
+        AccessSet(vec![(id, mask)])
+    }
+    pub fn add(&mut self, id: u64, mask: u8) {
+        match self.0.binary_search_by_key(&id, |&(i, _)| i) {
+            Ok(k) => self.0[k].1 |= mask,
+            Err(k) => self.0.insert(k, (id, mask)),
+        }
+    }
+    pub fn union(&mut self, other: &AccessSet) {
+        for &(id, m) in &other.0 {
+            self.add(id, m);
+        }
+    }
+    /// The first (id, mask) both sets touch, if any.
+    pub fn meet(&self, other: &AccessSet) -> Option<(u64, u8)> {
+        let (mut i, mut j) = (0, 0);
+        while i < self.0.len() && j < other.0.len() {
+            let (a, b) = (self.0[i], other.0[j]);
+            if a.0 == b.0 {
+                if a.1 & b.1 != 0 {
+                    return Some((a.0, a.1 & b.1));
+                }
+                i += 1;
+                j += 1;
+            } else if a.0 < b.0 {
+                i += 1;
+            } else {
+                j += 1;
+            }
+        }
+        None
+    }
+    /// self \ other, section by section.
+    pub fn minus(&self, other: &AccessSet) -> AccessSet {
+        let mut out = AccessSet::new();
+        for &(id, m) in &self.0 {
+            let rest = m & !other.mask(id);
+            if rest != 0 {
+                out.0.push((id, rest));
+            }
+        }
+        out
+    }
+    pub fn mask(&self, id: u64) -> u8 {
+        self.0
+            .binary_search_by_key(&id, |&(i, _)| i)
+            .map_or(0, |k| self.0[k].1)
+    }
+    pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.0.iter().map(|&(id, _)| id)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// One recorded par_loop.
+pub struct LoopRecord {
+    /// Program order.
+    pub seq: u64,
+    pub kernel: Kernel,
+    pub space: IterSpace,
+    pub args: Vec<Arg>,
+    pub site: &'static Location<'static>,
+    /// The Consts the kernel uses, as they were when the loop was recorded.
+    pub consts: Vec<(String, ConstValue)>,
+    pub reads: AccessSet,
+    pub writes: AccessSet,
+}
+
+impl LoopRecord {
+    /// "par_loop `res_calc` at src/main.rs:42".
+    pub fn name(&self) -> String {
+        format!(
+            "par_loop `{}` at {}:{}",
+            self.kernel.name(),
+            self.site.file(),
+            self.site.line()
+        )
+    }
+    /// Read and write sets of a loop's arguments (INC counts as both).
+    pub fn access_sets(space: &IterSpace, args: &[Arg]) -> (AccessSet, AccessSet) {
+        let _ = space;
+        let iterated = section::CORE | section::OWNED;
+        let (mut r, mut w) = (AccessSet::new(), AccessSet::new());
+        for a in args {
+            let mask = match a.via {
+                Via::Direct => iterated,
+                Via::Map(..) | Via::MapAll(..) => iterated | section::EXEC_HALO,
+                Via::Global => section::ALL,
+            };
+            if a.access.reads() {
+                r.add(a.data.id, mask);
+            }
+            if a.access.writes() {
+                w.add(a.data.id, mask);
+            }
+        }
+        (r, w)
+    }
+}
+
+/// Why a computation was selected by evaluate.
+#[derive(Clone, Debug)]
+pub struct Reason {
+    /// "read-after-write", "write-after-read" or "write-after-write".
+    pub kind: &'static str,
+    pub data: u64,
+    pub mask: u8,
+}
+
+/// The pending computations and their DAG.
+#[derive(Default)]
+pub struct Trace {
+    pending: Vec<Rc<LoopRecord>>,
+    /// Direct (non-implied) predecessors of each pending computation, by seq.
+    deps: Vec<Vec<u64>>,
+    /// Every pending ancestor of each pending computation (for dropping implied edges).
+    ancestors: Vec<BTreeSet<u64>>,
+    next_seq: u64,
+}
+
+fn conflict(a_reads: &AccessSet, a_writes: &AccessSet, c: &LoopRecord) -> Option<Reason> {
+    let hit = |kind, m: Option<(u64, u8)>| m.map(|(data, mask)| Reason { kind, data, mask });
+    hit("read-after-write", a_reads.meet(&c.writes))
+        .or_else(|| hit("write-after-read", a_writes.meet(&c.reads)))
+        .or_else(|| hit("write-after-write", a_writes.meet(&c.writes)))
+}
+
+impl Trace {
+    pub fn len(&self) -> usize {
+        self.pending.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+    pub fn next_seq(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq
+    }
+    pub fn pending(&self) -> &[Rc<LoopRecord>] {
+        &self.pending
+    }
+
+    /// Appends a computation, linking it to the pending ones it depends on; an edge implied by
+    /// a path through a newer dependency is not kept.
+    pub fn record(&mut self, rec: Rc<LoopRecord>) {
+        let mut deps = Vec::new();
+        let mut covered: BTreeSet<u64> = BTreeSet::new();
+        for (k, c) in self.pending.iter().enumerate().rev() {
+            if covered.contains(&c.seq) {
+                continue;
+            }
+            if conflict(&rec.reads, &rec.writes, c).is_some() {
+                deps.push(c.seq);
+                covered.insert(c.seq);
+                covered.extend(self.ancestors[k].iter().copied());
+            }
+        }
+        deps.reverse();
+        self.pending.push(rec);
+        self.deps.push(deps);
+        self.ancestors.push(covered);
+    }
+
+    /// Removes and returns (oldest first) the computations needed to bring `reads` up to date
+    /// for reading and `writes` for writing (seed 004's rule).
+    pub fn evaluate(
+        &mut self,
+        reads: &AccessSet,
+        writes: &AccessSet,
+    ) -> Vec<(Rc<LoopRecord>, Reason)> {
+        let (mut r, mut w) = (reads.clone(), writes.clone());
+        let mut needed = vec![None; self.pending.len()];
+        for (k, c) in self.pending.iter().enumerate().rev() {
+            if let Some(reason) = conflict(&r, &w, c) {
+                r.union(&c.reads.minus(&c.writes));
+                w.union(&c.writes);
+                needed[k] = Some(reason);
+            }
+        }
+        self.take(needed)
+    }
+
+    /// Removes and returns every pending computation.
+    pub fn take_all(&mut self) -> Vec<(Rc<LoopRecord>, Reason)> {
+        let all = vec![
+            Some(Reason {
+                kind: "flush",
+                data: 0,
+                mask: 0
+            });
+            self.pending.len()
+        ];
+        self.take(all)
+    }
+
+    /// Removes the oldest `n` computations (a prefix of program order is closed under
+    /// dependencies). Used when the trace exceeds its bound.
+    pub fn take_prefix(&mut self, n: usize) -> Vec<(Rc<LoopRecord>, Reason)> {
+        let sel = (0..self.pending.len())
+            .map(|k| {
+                (k < n).then_some(Reason {
+                    kind: "trace bound",
+                    data: 0,
+                    mask: 0,
+                })
+            })
+            .collect();
+        self.take(sel)
+    }
+
+    fn take(&mut self, selected: Vec<Option<Reason>>) -> Vec<(Rc<LoopRecord>, Reason)> {
+        let mut out = Vec::new();
+        let mut keep = Vec::new();
+        let mut keep_deps = Vec::new();
+        let mut keep_anc = Vec::new();
+        let pending = std::mem::take(&mut self.pending);
+        let deps = std::mem::take(&mut self.deps);
+        let anc = std::mem::take(&mut self.ancestors);
+        for (((c, d), a), s) in pending.into_iter().zip(deps).zip(anc).zip(selected) {
+            match s {
+                Some(reason) => out.push((c, reason)),
+                None => {
+                    keep.push(c);
+                    keep_deps.push(d);
+                    keep_anc.push(a);
+                }
+            }
+        }
+        let gone: BTreeSet<u64> = out.iter().map(|(c, _)| c.seq).collect();
+        for d in keep_deps.iter_mut() {
+            d.retain(|s| !gone.contains(s));
+        }
+        for a in keep_anc.iter_mut() {
+            a.retain(|s| !gone.contains(s));
+        }
+        self.pending = keep;
+        self.deps = keep_deps;
+        self.ancestors = keep_anc;
+        out
+    }
+
+    /// The direct dependencies of pending computations as (from seq, to seq) pairs.
+    pub fn edges(&self) -> Vec<(u64, u64)> {
+        self.pending
+            .iter()
+            .zip(&self.deps)
+            .flat_map(|(c, d)| d.iter().map(move |&p| (p, c.seq)))
+            .collect()
+    }
+
+    /// The pending DAG in Graphviz dot, between `top` and `bot` as in seed 001's figures.
+    pub fn to_dot(&self) -> String {
+        let mut s =
+            String::from("digraph trace {\n  top [label=\"top\"];\n  bot [label=\"bot\"];\n");
+        let mut has_succ: BTreeSet<u64> = BTreeSet::new();
+        for c in &self.pending {
+            let _ = writeln!(
+                s,
+                "  c{} [label=\"{}[{}]\"];",
+                c.seq,
+                c.kernel.name().replace('"', "'"),
+                "core,owned"
+            );
+        }
+        for (c, d) in self.pending.iter().zip(&self.deps) {
+            if d.is_empty() {
+                let _ = writeln!(s, "  top -> c{};", c.seq);
+            }
+            for p in d {
+                has_succ.insert(*p);
+                let _ = writeln!(s, "  c{p} -> c{};", c.seq);
+            }
+        }
+        for c in &self.pending {
+            if !has_succ.contains(&c.seq) {
+                let _ = writeln!(s, "  c{} -> bot;", c.seq);
+            }
+        }
+        s.push_str("}\n");
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_sets_meet_by_section() {
+        let mut a = AccessSet::new();
+        a.add(3, section::CORE);
+        a.add(7, section::OWNED);
+        let b = AccessSet::of(3, section::OWNED);
+        assert_eq!(a.meet(&b), None);
+        let c = AccessSet::of(7, section::ALL);
+        assert_eq!(a.meet(&c), Some((7, section::OWNED)));
+        let d = a.minus(&AccessSet::of(7, section::OWNED));
+        assert_eq!(d, AccessSet::of(3, section::CORE));
+    }
+}

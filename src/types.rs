@@ -1,0 +1,118 @@
+//! The vocabulary every stage shares: scalar types and access modes.
+
+use std::fmt;
+
+/// The scalar type of a Dat, Global or Const. WGSL has no f64 in browsers, so none here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    F32,
+    U32,
+    I32,
+}
+
+impl DType {
+    pub fn wgsl(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::U32 => "u32",
+            DType::I32 => "i32",
+        }
+    }
+    /// The WGSL literal of the identity of a reduction with this access (INC: 0, MIN: the largest
+    /// value, MAX: the smallest).
+    pub fn identity(self, access: Access) -> &'static str {
+        match (self, access) {
+            (DType::F32, Access::Min) => "bitcast<f32>(0x7f800000u)",
+            (DType::F32, Access::Max) => "bitcast<f32>(0xff800000u)",
+            (DType::F32, _) => "0.0",
+            (DType::U32, Access::Min) => "0xffffffffu",
+            (DType::U32, _) => "0u",
+            (DType::I32, Access::Min) => "2147483647i",
+            (DType::I32, Access::Max) => "(-2147483647i - 1i)",
+            (DType::I32, _) => "0i",
+        }
+    }
+    /// The identity as raw bits, for host-side reductions.
+    pub fn identity_bits(self, access: Access) -> u32 {
+        match (self, access) {
+            (DType::F32, Access::Min) => f32::INFINITY.to_bits(),
+            (DType::F32, Access::Max) => f32::NEG_INFINITY.to_bits(),
+            (DType::U32, Access::Min) => u32::MAX,
+            (DType::I32, Access::Min) => i32::MAX as u32,
+            (DType::I32, Access::Max) => i32::MIN as u32,
+            _ => 0,
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.wgsl())
+    }
+}
+
+/// A scalar type parloop can store: 4 bytes, plain old data.
+pub trait Scalar: bytemuck::Pod + Default + PartialOrd + fmt::Debug + 'static {
+    const DTYPE: DType;
+}
+impl Scalar for f32 {
+    const DTYPE: DType = DType::F32;
+}
+impl Scalar for u32 {
+    const DTYPE: DType = DType::U32;
+}
+impl Scalar for i32 {
+    const DTYPE: DType = DType::I32;
+}
+
+/// How a par_loop argument uses its data (PyOP2/OP2's access descriptors).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Access {
+    Read,
+    Write,
+    Rw,
+    Inc,
+    Min,
+    Max,
+}
+
+pub use Access::{Inc as INC, Max as MAX, Min as MIN, Read as READ, Rw as RW, Write as WRITE};
+
+impl Access {
+    /// In the read set of the dependency rule (INC counts as read and write).
+    pub fn reads(self) -> bool {
+        matches!(self, Access::Read | Access::Rw | Access::Inc)
+    }
+    /// In the write set.
+    pub fn writes(self) -> bool {
+        !matches!(self, Access::Read)
+    }
+    /// A reduction: the kernel sees an identity-initialised local that is combined afterwards.
+    pub fn is_reduction(self) -> bool {
+        matches!(self, Access::Inc | Access::Min | Access::Max)
+    }
+    /// The kernel sees the current value before it runs.
+    pub fn loads(self) -> bool {
+        matches!(self, Access::Read | Access::Rw)
+    }
+    /// The value the kernel leaves is stored as is.
+    pub fn stores(self) -> bool {
+        matches!(self, Access::Write | Access::Rw)
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Access::Read => "READ",
+            Access::Write => "WRITE",
+            Access::Rw => "RW",
+            Access::Inc => "INC",
+            Access::Min => "MIN",
+            Access::Max => "MAX",
+        }
+    }
+}
+
+impl fmt::Display for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,0 +1,29 @@
+//! Shared test helpers: a context on whatever software adapter is present (PARLOOP_BACKEND and
+//! PARLOOP_ADAPTER choose), and small random inputs.
+#![allow(dead_code)]
+
+use parloop::util::Rng;
+use parloop::{Config, Context, Map, Set};
+
+pub fn ctx() -> Context {
+    ctx_with(Config::from_env())
+}
+
+pub fn ctx_with(config: Config) -> Context {
+    Context::with_config(config).unwrap_or_else(|e| panic!("no adapter for the tests: {e}"))
+}
+
+/// A random map with values in 0..to.size().
+pub fn random_map(name: &str, from: &Set, to: &Set, arity: usize, seed: u64) -> Map {
+    let mut rng = Rng::new(seed);
+    let values: Vec<u32> = (0..from.size() * arity)
+        .map(|_| rng.below(to.size()) as u32)
+        .collect();
+    Map::new(name, from, to, arity, &values).unwrap()
+}
+
+/// Small integers as f32: sums stay exact whatever the order of additions.
+pub fn small_ints(n: usize, seed: u64) -> Vec<f32> {
+    let mut rng = Rng::new(seed);
+    (0..n).map(|_| (rng.below(15) as f32) - 7.0).collect()
+}
