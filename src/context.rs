@@ -342,7 +342,9 @@ impl Context {
             rec
         };
         if !self.0.config.lazy {
-            return self.force(&rec.reads, &rec.writes, &[], "eager");
+            let _ = rec;
+            let all = self.0.trace.borrow_mut().take_all();
+            return block(self.run(all, &[], "eager"));
         }
         let (len, bound) = (
             self.0.trace.borrow().len(),
@@ -384,7 +386,11 @@ impl Context {
         readback: &[Rc<DataInner>],
         why: &str,
     ) -> Result<()> {
-        let selected = self.0.trace.borrow_mut().evaluate(reads, writes);
+        let selected = {
+            let mut t = self.0.trace.borrow_mut();
+            t.prune_dead();
+            t.evaluate(reads, writes)
+        };
         self.run(selected, readback, why).await
     }
 
@@ -408,7 +414,22 @@ impl Context {
             st.stats.forces += 1;
             st.stats.last_dispatches = 0;
         }
-        let loops: Vec<Rc<LoopRecord>> = selected.into_iter().map(|(c, _)| c).collect();
+        // Loops whose effect nobody can observe do not run (reads of loops still pending count).
+        let still_pending: std::collections::BTreeSet<u64> = self
+            .0
+            .trace
+            .borrow()
+            .pending()
+            .iter()
+            .flat_map(|c| c.reads.ids().collect::<Vec<_>>())
+            .collect();
+        let all: Vec<Rc<LoopRecord>> = selected.into_iter().map(|(c, _)| c).collect();
+        let live = crate::trace::live_mask(&all, still_pending);
+        let loops: Vec<Rc<LoopRecord>> = all
+            .into_iter()
+            .zip(live)
+            .filter_map(|(l, k)| k.then_some(l))
+            .collect();
         let (groups, explain): (Vec<Group>, String) = fuse::groups(&loops, self);
         if !groups.is_empty() {
             *self.0.explain.borrow_mut() = explain;

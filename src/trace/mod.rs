@@ -266,6 +266,32 @@ impl Trace {
         out
     }
 
+    /// Removes pending computations whose every write goes to data the user dropped and that no
+    /// later pending computation reads (seed 001's lazy free). Returns how many were removed.
+    pub fn prune_dead(&mut self) -> usize {
+        let keep = live_mask(&self.pending, BTreeSet::new());
+        let dead = keep.iter().filter(|&&k| !k).count();
+        if dead > 0 {
+            let sel = keep
+                .iter()
+                .map(|&k| {
+                    (!k).then_some(Reason {
+                        kind: "dead",
+                        data: 0,
+                        mask: 0,
+                    })
+                })
+                .collect();
+            for (c, _) in self.take(sel) {
+                log::debug!(
+                    "drops {}: it only writes dropped data nobody reads",
+                    c.name()
+                );
+            }
+        }
+        dead
+    }
+
     /// The direct dependencies of pending computations as (from seq, to seq) pairs.
     pub fn edges(&self) -> Vec<(u64, u64)> {
         self.pending
@@ -306,6 +332,23 @@ impl Trace {
         s.push_str("}\n");
         s
     }
+}
+
+/// Which loops have an observable effect: a write to data the user still holds, or to data a
+/// later loop (in `loops`, or among the ids in `read_later`) reads. Newest to oldest.
+pub fn live_mask(loops: &[Rc<LoopRecord>], mut read_later: BTreeSet<u64>) -> Vec<bool> {
+    let mut keep = vec![false; loops.len()];
+    for (k, lp) in loops.iter().enumerate().rev() {
+        let live = lp
+            .args
+            .iter()
+            .any(|a| a.access.writes() && (a.data.alive.get() || read_later.contains(&a.data.id)));
+        if live {
+            keep[k] = true;
+            read_later.extend(lp.reads.ids());
+        }
+    }
+    keep
 }
 
 #[cfg(test)]
