@@ -102,6 +102,9 @@ pub(crate) struct Inner {
     pub rt: RefCell<runtime::State>,
     pub consts: RefCell<Vec<(String, ConstValue)>>,
     pub explain: RefCell<String>,
+    pub fuse_cache: RefCell<std::collections::HashMap<String, fuse::Cached>>,
+    /// The WGSL of the groups the last force ran.
+    pub shaders: RefCell<Vec<String>>,
 }
 
 impl Inner {
@@ -160,6 +163,8 @@ impl Context {
             rt: RefCell::new(runtime::State::default()),
             consts: RefCell::new(Vec::new()),
             explain: RefCell::new(String::new()),
+            fuse_cache: RefCell::new(std::collections::HashMap::new()),
+            shaders: RefCell::new(Vec::new()),
         })))
     }
     pub fn config(&self) -> &Config {
@@ -197,6 +202,10 @@ impl Context {
             .into_iter()
             .map(|(a, b)| (name(a), name(b)))
             .collect()
+    }
+    /// The WGSL modules of the loop groups the last force ran on the GPU.
+    pub fn shaders(&self) -> Vec<String> {
+        self.0.shaders.borrow().clone()
     }
     /// What the last force ran: its groups, their loops, the cuts and ephemeral Dats.
     pub fn explain(&self) -> String {
@@ -413,6 +422,7 @@ impl Context {
             let mut st = self.0.rt.borrow_mut();
             st.stats.forces += 1;
             st.stats.last_dispatches = 0;
+            self.0.shaders.borrow_mut().clear();
         }
         // Loops whose effect nobody can observe do not run (reads of loops still pending count).
         let still_pending: std::collections::BTreeSet<u64> = self
@@ -424,17 +434,25 @@ impl Context {
             .flat_map(|c| c.reads.ids().collect::<Vec<_>>())
             .collect();
         let all: Vec<Rc<LoopRecord>> = selected.into_iter().map(|(c, _)| c).collect();
-        let live = crate::trace::live_mask(&all, still_pending);
+        let live = crate::trace::live_mask(&all, still_pending.clone());
         let loops: Vec<Rc<LoopRecord>> = all
             .into_iter()
             .zip(live)
             .filter_map(|(l, k)| k.then_some(l))
             .collect();
-        let (groups, explain): (Vec<Group>, String) = fuse::groups(&loops, self);
+        let env = fuse::FuseEnv {
+            fusion: self.0.config.fusion,
+            max_storage: self.0.gpu.limits.max_storage_buffers_per_shader_stage as usize,
+            pending_reads: still_pending,
+        };
+        let (groups, explain): (Vec<Group>, String) =
+            fuse::groups(&loops, &env, &mut self.0.fuse_cache.borrow_mut());
+        let result = runtime::exec::run(&self.0, &groups, readback).await;
         if !groups.is_empty() {
-            *self.0.explain.borrow_mut() = explain;
+            let dispatches = self.0.rt.borrow().stats.last_dispatches;
+            *self.0.explain.borrow_mut() = format!("{explain}  dispatches: {dispatches}\n");
         }
-        runtime::exec::run(&self.0, &groups, readback).await
+        result
     }
 
     fn check_loop(

@@ -199,6 +199,9 @@ fn dropping_a_dat_with_pending_writes() {
     let s = Set::new("s", 1000);
     let x = ctx.dat("x", &s, 1, &[2.0f32; 1000]).unwrap();
     let y = ctx.dat_zeros::<f32>("y", &s, 1).unwrap();
+    // y reads t through a map, so t needs a buffer even when the loops are fused.
+    let ident: Vec<u32> = (0..1000).collect();
+    let id = Map::new("identity", &s, &s, 1, &ident).unwrap();
     {
         let t = ctx.dat_zeros::<f32>("t", &s, 1).unwrap();
         ctx.par_loop(
@@ -210,7 +213,7 @@ fn dropping_a_dat_with_pending_writes() {
         ctx.par_loop(
             &k1("y_from_t", "(*y)[0] = (*t)[0] * 2.0;", &["y", "t"]),
             &s,
-            &[y.write(), t.read()],
+            &[y.write(), t.at(&id, 0).read()],
         )
         .unwrap();
         ctx.par_loop(&k1("t_again", "(*t)[0] = 0.0;", &["t"]), &s, &[t.write()])
@@ -234,8 +237,7 @@ fn dropping_a_dat_with_pending_writes() {
     let after = ctx.stats();
     assert_eq!(after.pool_reuses, st.pool_reuses + 1, "{after:?}");
     assert_eq!(
-        after.bytes_allocated,
-        st.bytes_allocated + 0,
+        after.bytes_allocated, st.bytes_allocated,
         "no new storage for u"
     );
 }

@@ -447,27 +447,40 @@ fn element_body(g: &GroupIr, w: &mut String, ind: &str, racing: &Racing) {
             let _ = writeln!(w, "{inner}// arg {}: {}", a + 1, arg.what);
             match &arg.source {
                 ArgSource::Direct { reg } => {
+                    // The kernel sees exactly what it would see in a loop of its own: READ a
+                    // copy, WRITE zeros, reductions their identity, RW the value itself.
                     let reused = lp.args[..a]
                         .iter()
                         .any(|o| matches!(o.source, ArgSource::Direct { reg: r2 } if r2 == *reg));
-                    if arg.access.is_reduction() {
-                        declare_identity(w, &inner, &local, arg);
-                        let _ = writeln!(
-                            &mut after,
-                            "{inner}for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{ pl_v{reg}[pl_k] = {}; }}",
-                            combine(
-                                arg.access,
-                                &format!("pl_v{reg}[pl_k]"),
-                                &format!("{local}[pl_k]")
-                            ),
-                            d = arg.dim
-                        );
-                        call_args.push(format!("&{local}"));
-                    } else if reused {
-                        let _ = writeln!(w, "{inner}var {local} = pl_v{reg};");
-                        call_args.push(format!("&{local}"));
-                    } else {
-                        call_args.push(format!("&pl_v{reg}"));
+                    match arg.access {
+                        Access::Rw if !reused => call_args.push(format!("&pl_v{reg}")),
+                        Access::Read | Access::Rw => {
+                            let _ = writeln!(w, "{inner}var {local} = pl_v{reg};");
+                            call_args.push(format!("&{local}"));
+                        }
+                        Access::Write => {
+                            let _ = writeln!(
+                                w,
+                                "{inner}var {local}: array<{}, {}>;",
+                                arg.dtype, arg.dim
+                            );
+                            let _ = writeln!(&mut after, "{inner}pl_v{reg} = {local};");
+                            call_args.push(format!("&{local}"));
+                        }
+                        _ => {
+                            declare_identity(w, &inner, &local, arg);
+                            let _ = writeln!(
+                                &mut after,
+                                "{inner}for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{ pl_v{reg}[pl_k] = {}; }}",
+                                combine(
+                                    arg.access,
+                                    &format!("pl_v{reg}[pl_k]"),
+                                    &format!("{local}[pl_k]")
+                                ),
+                                d = arg.dim
+                            );
+                            call_args.push(format!("&{local}"));
+                        }
                     }
                 }
                 ArgSource::Global { binding, red } => {

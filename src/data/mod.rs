@@ -439,6 +439,12 @@ pub struct Arg {
     pub(crate) access: Access,
 }
 
+impl std::fmt::Debug for Arg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
 impl Arg {
     pub(crate) fn map(&self) -> Option<&Map> {
         match &self.via {

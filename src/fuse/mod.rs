@@ -1,10 +1,20 @@
-//! Fusion: the loops a force runs become loop groups. Without fusion each loop is a group of
-//! its own; with fusion (see `partition`) the partitioner decides.
+//! Fusion: the loops a force runs become loop groups. Each loop is a node of the partitioner's
+//! model (DESIGN.md, "From a trace to a loop graph"): its location is its iteration space and
+//! target (host when its kernel has no WGSL); B needs A when their read/write sets conflict;
+//! the edge is element-local (usable inside one group, values in registers) only when every Dat
+//! they share is accessed directly by both over the same space and no Global is involved;
+//! anything else is a barrier. The partitioner (`best`) returns groups in execution order.
+//! Groups a single shader cannot hold (two values of one Const, two kernels of one name, more
+//! storage buffers than the adapter allows) are split in program order, which keeps them valid.
 //!
-//! Owns: the mapping from forced loops to the partitioner's model and back. Must never: touch
-//! the device.
+//! Owns: the mapping between forced loops and loop groups, ephemeral Dats, `explain()`.
+//! Must never: touch the device.
 
+use crate::data::Via;
+use crate::graph::{self, Graph, NodeSpec, Options};
 use crate::trace::LoopRecord;
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write;
 use std::rc::Rc;
 
 /// Loops that run together: one shader on the GPU, or one host pass.
@@ -19,12 +29,12 @@ pub(crate) struct Group {
 impl Group {
     pub fn single(rec: Rc<LoopRecord>) -> Group {
         Group {
-            host: rec.kernel.wgsl().is_none(),
+            host: is_host(&rec),
             loops: vec![rec],
             ephemeral: Vec::new(),
         }
     }
-    /// "`a` + `b`" for messages.
+    /// The par_loops of the group, for messages.
     pub fn names(&self) -> String {
         self.loops
             .iter()
@@ -34,20 +44,349 @@ impl Group {
     }
 }
 
-/// Groups the loops of a force (in program order) and describes the grouping for `explain()`.
+fn is_host(rec: &LoopRecord) -> bool {
+    rec.kernel.wgsl().is_none()
+}
+
+/// What fusion needs from the context.
+pub(crate) struct FuseEnv {
+    pub fusion: bool,
+    /// Storage buffers a shader may bind.
+    pub max_storage: usize,
+    /// Data ids read by loops still pending after this force.
+    pub pending_reads: BTreeSet<u64>,
+}
+
+/// A cached grouping: loop indices per group and ephemeral data (as first-appearance indices).
+#[derive(Clone)]
+pub(crate) struct Cached {
+    groups: Vec<(Vec<usize>, Vec<usize>)>,
+    explain: String,
+}
+
+/// Groups the loops of a force (in program order); the text is for `explain()`.
 pub(crate) fn groups(
     loops: &[Rc<LoopRecord>],
-    ctx: &crate::context::Context,
+    env: &FuseEnv,
+    cache: &mut HashMap<String, Cached>,
 ) -> (Vec<Group>, String) {
-    let _ = ctx;
-    let groups: Vec<Group> = loops.iter().cloned().map(Group::single).collect();
-    let mut text = format!(
-        "{} loops in {} groups (fusion off)\n",
-        loops.len(),
-        groups.len()
-    );
-    for (i, g) in groups.iter().enumerate() {
-        text += &format!("  group {}: {}\n", i + 1, g.names());
+    if loops.is_empty() {
+        return (Vec::new(), String::new());
     }
-    (groups, text)
+    if !env.fusion {
+        let groups: Vec<Group> = loops.iter().cloned().map(Group::single).collect();
+        let mut text = format!(
+            "{} loops in {} groups (fusion off)\n",
+            loops.len(),
+            groups.len()
+        );
+        for (i, g) in groups.iter().enumerate() {
+            let _ = writeln!(text, "  group {}: {}", i + 1, g.names());
+        }
+        return (groups, text);
+    }
+    let (sig, data_ids) = signature(loops, env);
+    let cached = match cache.get(&sig) {
+        Some(c) => c.clone(),
+        None => {
+            let c = partition(loops, env, &data_ids);
+            if cache.len() >= 256 {
+                cache.clear();
+            }
+            cache.insert(sig, c.clone());
+            c
+        }
+    };
+    let groups = cached
+        .groups
+        .iter()
+        .map(|(idx, eph)| Group {
+            host: is_host(&loops[idx[0]]),
+            loops: idx.iter().map(|&i| loops[i].clone()).collect(),
+            ephemeral: eph.iter().map(|&d| data_ids[d]).collect(),
+        })
+        .collect();
+    (groups, cached.explain)
+}
+
+/// A key that is equal for forces of the same shape (same kernels, spaces and access pattern),
+/// whatever the ids of temporaries; and the data ids in first-appearance order.
+fn signature(loops: &[Rc<LoopRecord>], env: &FuseEnv) -> (String, Vec<u64>) {
+    let mut ids: Vec<u64> = Vec::new();
+    let mut index = |id: u64| match ids.iter().position(|&x| x == id) {
+        Some(i) => i,
+        None => {
+            ids.push(id);
+            ids.len() - 1
+        }
+    };
+    let mut s = String::new();
+    for lp in loops {
+        let _ = write!(
+            s,
+            "{:p}|{:?}|{:?}|",
+            Rc::as_ptr(&lp.kernel.0),
+            lp.space.key(),
+            lp.consts
+        );
+        for a in &lp.args {
+            let via = match &a.via {
+                Via::Direct => "d".to_string(),
+                Via::Global => "g".to_string(),
+                Via::Map(m, j) => format!("m{}.{j}", m.id()),
+                Via::MapAll(m) => format!("m{}", m.id()),
+            };
+            let d = index(a.data.id);
+            let _ = write!(
+                s,
+                "{d}{}{}{via}{:?},",
+                if a.data.alive.get() { "a" } else { "x" },
+                if env.pending_reads.contains(&a.data.id) {
+                    "p"
+                } else {
+                    ""
+                },
+                a.access
+            );
+        }
+        s.push(';');
+    }
+    (s, ids)
+}
+
+/// Why loop b cannot use loop a's results inside one group, if it cannot (a before b, with a
+/// conflict between them).
+fn barrier(a: &LoopRecord, b: &LoopRecord) -> Option<String> {
+    if a.space.key() != b.space.key() {
+        return Some(format!(
+            "`{}` iterates {} and `{}` iterates {}",
+            a.kernel.name(),
+            a.space.name(),
+            b.kernel.name(),
+            b.space.name()
+        ));
+    }
+    let shared: BTreeSet<u64> = a
+        .writes
+        .ids()
+        .filter(|id| b.reads.mask(*id) != 0 || b.writes.mask(*id) != 0)
+        .chain(a.reads.ids().filter(|id| b.writes.mask(*id) != 0))
+        .collect();
+    for id in shared {
+        for lp in [a, b] {
+            for arg in lp.args.iter().filter(|x| x.data.id == id) {
+                if !matches!(arg.via, Via::Direct) {
+                    return Some(format!(
+                        "`{}` accesses `{}` {}",
+                        lp.kernel.name(),
+                        arg.data.name,
+                        arg.describe().split_once(' ').map_or("", |(_, r)| r)
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+fn conflicts(a: &LoopRecord, b: &LoopRecord) -> bool {
+    b.reads.meet(&a.writes).is_some()
+        || b.writes.meet(&a.reads).is_some()
+        || b.writes.meet(&a.writes).is_some()
+}
+
+fn partition(loops: &[Rc<LoopRecord>], env: &FuseEnv, data_ids: &[u64]) -> Cached {
+    let n = loops.len();
+    let mut specs: Vec<NodeSpec> = Vec::with_capacity(n);
+    let mut cuts: Vec<(usize, usize, String)> = Vec::new();
+    for (j, b) in loops.iter().enumerate() {
+        let (set, sub) = b.space.key();
+        let mut spec = NodeSpec::new(format!("L{j}"), format!("{set}.{sub}"))
+            .target(if is_host(b) { "host" } else { "gpu" });
+        for (i, a) in loops[..j].iter().enumerate() {
+            if !conflicts(a, b) {
+                continue;
+            }
+            match barrier(a, b) {
+                Some(why) => {
+                    spec.barrier_needs.push(format!("L{i}"));
+                    cuts.push((i, j, why));
+                }
+                None => spec.needs.push(format!("L{i}")),
+            }
+        }
+        specs.push(spec);
+    }
+    let g =
+        Graph::new(specs).expect("a trace in program order is acyclic and all nodes are cached");
+    let p = graph::partition(&g, &Options::default());
+    // Groups in execution order, loops in program order; then split what one shader cannot hold.
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for lp in &p.loops {
+        let mut idx: Vec<usize> = lp.nodes.clone();
+        idx.sort_unstable();
+        groups.extend(split_incompatible(loops, idx, env.max_storage));
+    }
+    let group_of: Vec<usize> = {
+        let mut v = vec![0; n];
+        for (gi, g) in groups.iter().enumerate() {
+            for &l in g {
+                v[l] = gi;
+            }
+        }
+        v
+    };
+    // Ephemeral data: dropped by the user, not read by pending loops, touched by one group
+    // only, directly, and first written there.
+    let mut eph: Vec<Vec<usize>> = vec![Vec::new(); groups.len()];
+    for (di, &id) in data_ids.iter().enumerate() {
+        let users: Vec<usize> = (0..n)
+            .filter(|&l| loops[l].args.iter().any(|a| a.data.id == id))
+            .collect();
+        let first = &loops[users[0]];
+        let arg0 = first.args.iter().find(|a| a.data.id == id).expect("user");
+        let ok = !arg0.data.alive.get()
+            && !arg0.data.is_global()
+            && !env.pending_reads.contains(&id)
+            && users.iter().all(|&l| group_of[l] == group_of[users[0]])
+            && users.iter().all(|&l| {
+                loops[l]
+                    .args
+                    .iter()
+                    .filter(|a| a.data.id == id)
+                    .all(|a| matches!(a.via, Via::Direct))
+            })
+            && arg0.access == crate::types::Access::Write;
+        if ok {
+            eph[group_of[users[0]]].push(di);
+        }
+    }
+    let explain = describe(loops, &groups, &eph, data_ids, &cuts, &group_of, &p);
+    Cached {
+        groups: groups.into_iter().zip(eph).collect(),
+        explain,
+    }
+}
+
+/// Splits a group (loop indices in program order) where one shader cannot hold it: a Const or
+/// kernel name with two meanings, or more storage buffers than allowed.
+fn split_incompatible(
+    loops: &[Rc<LoopRecord>],
+    idx: Vec<usize>,
+    max_storage: usize,
+) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut cur: Vec<usize> = Vec::new();
+    for l in idx {
+        let mut trial = cur.clone();
+        trial.push(l);
+        if !cur.is_empty() && !fits(loops, &trial, max_storage) {
+            out.push(std::mem::take(&mut cur));
+        }
+        cur.push(l);
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+fn fits(loops: &[Rc<LoopRecord>], idx: &[usize], max_storage: usize) -> bool {
+    let mut consts: HashMap<&str, &crate::data::ConstValue> = HashMap::new();
+    let mut kernels: HashMap<&str, Option<&str>> = HashMap::new();
+    let mut buffers: BTreeSet<u64> = BTreeSet::new();
+    let mut extra = 0;
+    for &l in idx {
+        let lp = &loops[l];
+        for (n, v) in &lp.consts {
+            if consts.insert(n, v).is_some_and(|old| old != v) {
+                return false;
+            }
+        }
+        if kernels
+            .insert(lp.kernel.name(), lp.kernel.wgsl())
+            .is_some_and(|old| old != lp.kernel.wgsl())
+        {
+            return false;
+        }
+        for a in &lp.args {
+            buffers.insert(a.data.id);
+            if let Some(m) = a.map() {
+                buffers.insert(m.id() | 1 << 63);
+            }
+        }
+        if lp.args.iter().any(|a| a.races()) || lp.space.subset().is_some() {
+            extra = 1;
+        }
+    }
+    let scratch = usize::from(idx.iter().any(|&l| {
+        loops[l]
+            .args
+            .iter()
+            .any(|a| matches!(a.via, Via::Global) && a.access.is_reduction())
+    }));
+    buffers.len() + extra + scratch <= max_storage
+}
+
+fn describe(
+    loops: &[Rc<LoopRecord>],
+    groups: &[Vec<usize>],
+    eph: &[Vec<usize>],
+    data_ids: &[u64],
+    cuts: &[(usize, usize, String)],
+    group_of: &[usize],
+    p: &graph::Partition,
+) -> String {
+    let mut s = format!(
+        "{} loops in {} groups (partitioner: {}, lower bound {}{})\n",
+        loops.len(),
+        groups.len(),
+        p.algorithm,
+        p.lower_bound,
+        if p.optimal { ", optimal" } else { "" }
+    );
+    let name_of = |id: u64| {
+        loops
+            .iter()
+            .flat_map(|l| l.args.iter())
+            .find(|a| a.data.id == id)
+            .map_or_else(String::new, |a| a.data.name.clone())
+    };
+    for (gi, g) in groups.iter().enumerate() {
+        let first = &loops[g[0]];
+        let _ = writeln!(
+            s,
+            "  group {} over {}{}: {}",
+            gi + 1,
+            first.space.name(),
+            if is_host(first) { " (host)" } else { "" },
+            g.iter()
+                .map(|&l| format!("`{}`", loops[l].kernel.name()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        if !eph[gi].is_empty() {
+            let names: Vec<String> = eph[gi]
+                .iter()
+                .map(|&d| format!("`{}`", name_of(data_ids[d])))
+                .collect();
+            let _ = writeln!(
+                s,
+                "    ephemeral (registers only, no buffer): {}",
+                names.join(", ")
+            );
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for (a, b, why) in cuts {
+        if group_of[*a] != group_of[*b] && seen.insert((group_of[*a], group_of[*b])) {
+            let _ = writeln!(
+                s,
+                "  cut between group {} and group {}: {why}",
+                group_of[*a] + 1,
+                group_of[*b] + 1
+            );
+        }
+    }
+    s
 }

@@ -255,3 +255,15 @@ mod tests {
         assert!(p.optimal);
     }
 }
+#[cfg(test)]
+mod barrier_tests {
+    use super::*;
+    #[test]
+    fn barrier_edges_separate_loops() {
+        let mut b = NodeSpec::new("L1", "s");
+        b.barrier_needs.push("L0".into());
+        let g = Graph::new(vec![NodeSpec::new("L0", "s"), b]).unwrap();
+        let p = partition(&g, &Options::default());
+        assert_eq!(p.loops.len(), 2, "{:?}", p.loops);
+    }
+}

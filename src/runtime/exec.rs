@@ -315,6 +315,7 @@ fn encode_group(
     }
     let wgsl = codegen::generate(&lw.ir);
     let pipeline = ensure_pipeline(st, gpu, &wgsl, &names())?;
+    ctx.shaders.borrow_mut().push(wgsl);
     // Buffers, in binding order.
     let mut bufs = Vec::with_capacity(lw.resources.len());
     for res in &lw.resources {
@@ -486,6 +487,9 @@ fn data_buffer(
     let fresh = !st.data.contains_key(&d.id);
     if fresh {
         let (buf, zeroed) = st.storage(gpu, bytes, &d.name);
+        if zeroed {
+            st.stats.data_bytes += buf.size;
+        }
         if !d.host_valid.get() && !d.device_valid.get() {
             if !zeroed {
                 encoder.clear_buffer(&buf.buffer, 0, None);

@@ -44,6 +44,8 @@ pub struct Stats {
     pub uploads: u64,
     /// Bytes of device buffers created (pool reuses are not counted again).
     pub bytes_allocated: u64,
+    /// Bytes of device buffers created for Dats and Globals (pool reuses not counted again).
+    pub data_bytes: u64,
     /// Device buffers reused from the pool.
     pub pool_reuses: u64,
     /// Dispatches of the last force.
