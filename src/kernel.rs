@@ -107,6 +107,22 @@ pub(crate) fn expected_type(dtype: DType, n: usize) -> String {
     format!("ptr<function, array<{dtype}, {n}>>")
 }
 
+/// Names of the functions a WGSL source defines (`fn name`).
+pub(crate) fn functions_defined(source: &str) -> Vec<&str> {
+    let mut words = source
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|s| !s.is_empty());
+    let mut out = Vec::new();
+    while let Some(w) = words.next() {
+        if w == "fn" {
+            if let Some(name) = words.next() {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
 /// Names of the Consts the source mentions (whole identifiers).
 pub(crate) fn consts_used<'a>(
     source: &str,

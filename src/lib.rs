@@ -8,6 +8,7 @@
 //! [`graph`] (loop-graph partitioning) -> [`plan`] (mini-partitions and colouring) ->
 //! [`codegen`] (WGSL) -> [`runtime`] (wgpu).
 
+pub mod apps;
 pub mod codegen;
 mod context;
 pub mod data;
@@ -15,6 +16,7 @@ pub mod error;
 pub(crate) mod fuse;
 pub mod graph;
 pub mod kernel;
+pub mod mesh;
 pub mod plan;
 pub mod runtime;
 pub mod trace;

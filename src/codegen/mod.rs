@@ -188,7 +188,7 @@ pub struct Params {
 }
 
 /// Words of the plan header (offsets of the plan arrays) before the staged maps' entries.
-pub const PLAN_HEADER_FIXED: usize = 5;
+pub const PLAN_HEADER_FIXED: usize = 6;
 /// Plan header entries per staged map.
 pub const PLAN_HEADER_PER_MAP: usize = 3;
 
@@ -389,16 +389,8 @@ fn flat_main(g: &GroupIr, w: &mut String) {
         _ => "pl_p".to_string(),
     };
     let _ = writeln!(w, "        let pl_e = {e};");
-    element_body(g, w, "        ", &Racing::Immediate);
+    element_body(g, w, "        ");
     w.push_str("    }\n");
-}
-
-/// Where racing increments go after a kernel call.
-enum Racing {
-    /// Applied right away (colouring made them safe, or atomics).
-    Immediate,
-    /// Left in the locals `pl_r{n}` for the colour loop (hierarchical).
-    Deferred,
 }
 
 /// Racing arguments of the group, numbered in order: (loop, arg).
@@ -414,8 +406,10 @@ fn racing_args(g: &GroupIr) -> Vec<(usize, usize)> {
     v
 }
 
-/// The gathered/scattered body for one element `pl_e` (position `pl_p`).
-fn element_body(g: &GroupIr, w: &mut String, ind: &str, racing: &Racing) {
+/// The gathered/scattered body for one element `pl_e` (position `pl_p`). Racing values are
+/// applied right away: colouring (or atomics) made that safe; staged targets live in workgroup
+/// memory.
+fn element_body(g: &GroupIr, w: &mut String, ind: &str) {
     for (r, reg) in g.registers.iter().enumerate() {
         let _ = writeln!(w, "{ind}var pl_v{r}: array<{}, {}>;", reg.dtype, reg.dim);
         if let (true, Some(b)) = (reg.load, reg.binding) {
@@ -427,7 +421,6 @@ fn element_body(g: &GroupIr, w: &mut String, ind: &str, racing: &Racing) {
             );
         }
     }
-    let racers = racing_args(g);
     for (l, lp) in g.loops.iter().enumerate() {
         let _ = writeln!(w, "{ind}// loop {}: `{}`\n{ind}{{", l + 1, lp.kernel);
         let inner = format!("{ind}    ");
@@ -435,15 +428,7 @@ fn element_body(g: &GroupIr, w: &mut String, ind: &str, racing: &Racing) {
         let mut after = String::new();
         for (a, arg) in lp.args.iter().enumerate() {
             let local = format!("pl_a{l}_{a}");
-            let deferred = matches!(racing, Racing::Deferred) && racers.contains(&(l, a));
-            let name = if deferred {
-                format!(
-                    "pl_r{}",
-                    racers.iter().position(|&x| x == (l, a)).unwrap_or(0)
-                )
-            } else {
-                local.clone()
-            };
+            let name = local.clone();
             let _ = writeln!(w, "{inner}// arg {}: {}", a + 1, arg.what);
             match &arg.source {
                 ArgSource::Direct { reg } => {
@@ -521,16 +506,14 @@ fn element_body(g: &GroupIr, w: &mut String, ind: &str, racing: &Racing) {
                         Some(j) => vec![*j],
                         None => (0..*arity).collect(),
                     };
-                    if !deferred {
-                        if arg.access.is_reduction() {
-                            declare_identity(w, &inner, &local, arg);
-                        } else {
-                            let _ = writeln!(
-                                w,
-                                "{inner}var {local}: array<{}, {}>;",
-                                arg.dtype, arg.width
-                            );
-                        }
+                    if arg.access.is_reduction() {
+                        declare_identity(w, &inner, &local, arg);
+                    } else {
+                        let _ = writeln!(
+                            w,
+                            "{inner}var {local}: array<{}, {}>;",
+                            arg.dtype, arg.width
+                        );
                     }
                     let map_index = |j: usize| format!("{}[pl_e * {arity}u + {j}u]", g.var(*map));
                     if arg.access.loads() {
@@ -558,12 +541,24 @@ fn element_body(g: &GroupIr, w: &mut String, ind: &str, racing: &Racing) {
                                 g.var(*dat),
                                 d = arg.dim
                             );
-                        } else if arg.access.is_reduction() && !deferred {
-                            let apply = apply_racing(g, *dat, arg, &target, &value, &inner);
+                        } else if arg.access.is_reduction() {
+                            let (index, apply) = match staged {
+                                Some(s) => {
+                                    let sv = g.staged_var(*s, *dat);
+                                    let stmt = format!(
+                                        "{inner}    {sv}[{target}] = {};\n",
+                                        combine(arg.access, &format!("{sv}[{target}]"), &value)
+                                    );
+                                    (g2l(g, *s, j), stmt)
+                                }
+                                None => (
+                                    map_index(j),
+                                    apply_racing(g, *dat, arg, &target, &value, &inner),
+                                ),
+                            };
                             let _ = write!(
                                 &mut after,
-                                "{inner}{{\n{inner}let pl_t = {};\n{inner}for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{\n{apply}{inner}}}\n{inner}}}\n",
-                                map_index(j),
+                                "{inner}{{\n{inner}let pl_t = {index};\n{inner}for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{\n{apply}{inner}}}\n{inner}}}\n",
                                 d = arg.dim
                             );
                         }
@@ -712,65 +707,9 @@ fn hierarchical_main(g: &GroupIr, staging: Staging, w: &mut String) {
     if !g.staged.is_empty() {
         w.push_str("    workgroupBarrier();\n");
     }
-    let _ = writeln!(
-        w,
-        "    let pl_nloop = (pl_block.count + {m}u) / {wg}u * {wg}u;\n    \
-         for (var pl_base = 0u; pl_base < pl_nloop; pl_base += {wg}u) {{\n        \
-         let pl_p = pl_block.first + pl_base + pl_lid;\n        \
-         let pl_active = pl_base + pl_lid < pl_block.count;\n        \
-         var pl_e = 0u;\n        var pl_col = 0xffffffffu;",
-        m = wg - 1
-    );
-    for (n, &(l, a)) in racers.iter().enumerate() {
-        let arg = &g.loops[l].args[a];
-        declare_identity(w, "        ", &format!("pl_r{n}"), arg);
-    }
-    let _ = writeln!(
-        w,
-        "        if (pl_active) {{\n            pl_e = {plan}[{plan}[1u] + pl_p];\n            \
-         pl_col = {plan}[{plan}[2u] + pl_p];"
-    );
-    element_body(g, w, "            ", &Racing::Deferred);
-    w.push_str("        }\n        for (var pl_c = 0u; pl_c < pl_block.ncol; pl_c++) {\n            if (pl_col == pl_c) {\n");
-    for (n, &(l, a)) in racers.iter().enumerate() {
-        let arg = &g.loops[l].args[a];
-        let ArgSource::Indirect {
-            dat,
-            map,
-            arity,
-            idx,
-            staged,
-        } = arg.source
-        else {
-            continue;
-        };
-        let idxs: Vec<usize> = idx.map_or_else(|| (0..arity).collect(), |j| vec![j]);
-        for (slot, &j) in idxs.iter().enumerate() {
-            let value = format!("pl_r{n}[{}u + pl_k]", slot * arg.dim);
-            let target = format!("pl_t * {}u + pl_k", arg.dim);
-            let (index, body) = match staged {
-                Some(s) => {
-                    let sv = g.staged_var(s, dat);
-                    (
-                        g2l(g, s, j),
-                        format!(
-                            "                    {sv}[{target}] = {};\n",
-                            combine(arg.access, &format!("{sv}[{target}]"), &value)
-                        ),
-                    )
-                }
-                None => (
-                    format!("{}[pl_e * {arity}u + {j}u]", g.var(map)),
-                    apply_racing(g, dat, arg, &target, &value, "                "),
-                ),
-            };
-            let _ = write!(
-                w,
-                "                {{\n                let pl_t = {index};\n                for (var pl_k = 0u; pl_k < {}u; pl_k++) {{\n{body}                }}\n                }}\n",
-                arg.dim
-            );
-        }
-    }
+    // Thread colours one after another: positions of one colour are contiguous and touch
+    // distinct targets, so each thread applies its increments at once; a barrier separates
+    // colours (its loop bound is uniform across the workgroup).
     let barrier = if staging == Staging::None {
         "storageBarrier"
     } else {
@@ -778,8 +717,14 @@ fn hierarchical_main(g: &GroupIr, staging: Staging, w: &mut String) {
     };
     let _ = writeln!(
         w,
-        "            }}\n            {barrier}();\n        }}\n    }}"
+        "    let pl_cbase = {plan}[{plan}[2u] + pl_block.id];\n    \
+         for (var pl_c = 0u; pl_c < pl_block.ncol; pl_c++) {{\n        \
+         let pl_ce = {plan}[{plan}[5u] + pl_cbase + pl_c + 1u];\n        \
+         for (var pl_p = {plan}[{plan}[5u] + pl_cbase + pl_c] + pl_lid; pl_p < pl_ce; pl_p += {wg}u) {{\n            \
+         let pl_e = {plan}[{plan}[1u] + pl_p];"
     );
+    element_body(g, w, "            ");
+    let _ = writeln!(w, "        }}\n        {barrier}();\n    }}");
     // Stage out: add the staged increments to global memory.
     let mut wrote_barrier = false;
     for &(s, dat, dim) in &staged {

@@ -293,7 +293,8 @@ fn split_incompatible(
 
 fn fits(loops: &[Rc<LoopRecord>], idx: &[usize], max_storage: usize) -> bool {
     let mut consts: HashMap<&str, &crate::data::ConstValue> = HashMap::new();
-    let mut kernels: HashMap<&str, Option<&str>> = HashMap::new();
+    // Each function name must come from one WGSL source.
+    let mut functions: HashMap<&str, Option<&str>> = HashMap::new();
     let mut buffers: BTreeSet<u64> = BTreeSet::new();
     let mut extra = 0;
     for &l in idx {
@@ -303,11 +304,16 @@ fn fits(loops: &[Rc<LoopRecord>], idx: &[usize], max_storage: usize) -> bool {
                 return false;
             }
         }
-        if kernels
-            .insert(lp.kernel.name(), lp.kernel.wgsl())
-            .is_some_and(|old| old != lp.kernel.wgsl())
-        {
-            return false;
+        let src = lp.kernel.wgsl();
+        let mut names = vec![lp.kernel.name()];
+        names.extend(
+            src.map(crate::kernel::functions_defined)
+                .unwrap_or_default(),
+        );
+        for name in names {
+            if functions.insert(name, src).is_some_and(|old| old != src) {
+                return false;
+            }
         }
         for a in &lp.args {
             buffers.insert(a.data.id);

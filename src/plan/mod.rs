@@ -157,6 +157,10 @@ pub struct BlockPlan {
     /// Thread colour at each plan position.
     pub thread_colour: Vec<u32>,
     pub block_ncolours: Vec<u32>,
+    /// Block b's thread colour c covers positions colour_ranges[colour_base[b] + c] ..
+    /// colour_ranges[colour_base[b] + c + 1] (positions are sorted by colour in a block).
+    pub colour_base: Vec<u32>,
+    pub colour_ranges: Vec<u32>,
     pub block_colour: Vec<u32>,
     /// Blocks in block-colour order; colour c covers block_order[colour_offsets[c]..[c + 1]].
     pub block_order: Vec<u32>,
@@ -196,9 +200,10 @@ impl BlockPlan {
         };
         push(&mut out, 0, &self.block_offsets);
         push(&mut out, 1, &self.elem);
-        push(&mut out, 2, &self.thread_colour);
+        push(&mut out, 2, &self.colour_base);
         push(&mut out, 3, &self.block_ncolours);
         push(&mut out, 4, &self.block_order);
+        push(&mut out, 5, &self.colour_ranges);
         for (s, sp) in self.staged.iter().enumerate() {
             let base = PLAN_HEADER_FIXED + PLAN_HEADER_PER_MAP * s;
             push(&mut out, base, &sp.l2g_offsets);
@@ -272,6 +277,8 @@ fn build_with_size(input: &PlanInput, config: &PlanConfig, size: usize) -> Block
     let mut elem = Vec::with_capacity(input.positions);
     let mut thread_colour = Vec::with_capacity(input.positions);
     let mut block_ncolours = Vec::with_capacity(nblocks);
+    let mut colour_base = Vec::with_capacity(nblocks + 1);
+    let mut colour_ranges = Vec::new();
     let mut m = masks(&input.space_sizes);
     let mut block_entries: Vec<Vec<Entry>> = Vec::with_capacity(nblocks);
     for b in 0..nblocks {
@@ -279,7 +286,9 @@ fn build_with_size(input: &PlanInput, config: &PlanConfig, size: usize) -> Block
         let (col, n) = greedy(hi - lo, &mut m, config.balance, |i, out| {
             input.entries(lo + i, out)
         });
-        let (order, _) = counting_sort(&col, n as usize);
+        let (order, offs) = counting_sort(&col, n as usize);
+        colour_base.push(colour_ranges.len() as u32);
+        colour_ranges.extend(offs.iter().map(|&o| (lo + o) as u32));
         for &i in &order {
             elem.push(input.element(lo + i) as u32);
             thread_colour.push(col[i]);
@@ -294,6 +303,7 @@ fn build_with_size(input: &PlanInput, config: &PlanConfig, size: usize) -> Block
         block_entries.push(fp);
     }
     // Block colours.
+    colour_base.push(colour_ranges.len() as u32);
     let (block_colour, nbc) = greedy(nblocks, &mut m, config.balance, |b, out| {
         out.extend_from_slice(&block_entries[b])
     });
@@ -313,6 +323,8 @@ fn build_with_size(input: &PlanInput, config: &PlanConfig, size: usize) -> Block
         elem,
         thread_colour,
         block_ncolours,
+        colour_base,
+        colour_ranges,
         block_colour,
         block_order: order.iter().map(|&b| b as u32).collect(),
         colour_offsets,

@@ -111,6 +111,14 @@ proptest! {
         for b in 0..plan.blocks() {
             let (lo, hi) = (plan.block_offsets[b] as usize, plan.block_offsets[b + 1] as usize);
             let mut used: HashSet<(u32, u32)> = HashSet::new();
+            let base = plan.colour_base[b] as usize;
+            for c in 0..plan.block_ncolours[b] as usize {
+                let (cb, ce) = (plan.colour_ranges[base + c] as usize, plan.colour_ranges[base + c + 1] as usize);
+                prop_assert!(lo <= cb && cb <= ce && ce <= hi);
+                prop_assert!((cb..ce).all(|p| plan.thread_colour[p] == c as u32), "colour range {} of block {}", c, b);
+            }
+            prop_assert_eq!(plan.colour_ranges[base] as usize, lo);
+            prop_assert_eq!(plan.colour_ranges[base + plan.block_ncolours[b] as usize] as usize, hi);
             for p in lo..hi {
                 prop_assert!(plan.thread_colour[p] < plan.block_ncolours[b]);
                 if p > lo { prop_assert!(plan.thread_colour[p - 1] <= plan.thread_colour[p], "not sorted by colour"); }

@@ -347,11 +347,13 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
     let mut kernels: Vec<(String, String)> = Vec::new();
     let mut consts = Vec::new();
     for lp in &group.loops {
-        if !kernels.iter().any(|(n, _)| n == lp.kernel.name()) {
-            kernels.push((
-                lp.kernel.name().to_string(),
-                lp.kernel.wgsl().unwrap_or_default().to_string(),
-            ));
+        // Kernels given as one WGSL source (with shared helpers) are included once.
+        let src = lp.kernel.wgsl().unwrap_or_default();
+        if !kernels
+            .iter()
+            .any(|(n, s)| n == lp.kernel.name() || s == src)
+        {
+            kernels.push((lp.kernel.name().to_string(), src.to_string()));
         }
         for c in &lp.consts {
             if !consts.iter().any(|(n, _): &(String, _)| *n == c.0) {

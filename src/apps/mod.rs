@@ -1,0 +1,3 @@
+//! Applications built on parloop, shared by the examples, the browser demo, tests and benchmarks.
+
+pub mod wave;

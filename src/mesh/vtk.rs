@@ -1,0 +1,103 @@
+//! ParaView output: one VTK XML unstructured grid (`.vtu`, written with vtkio) per frame, and a
+//! `.pvd` collection listing the frames with their times.
+
+use super::TriMesh;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use vtkio::model::{
+    Attribute, Attributes, ByteOrder, CellType, Cells, DataArray, DataSet, UnstructuredGridPiece,
+    Version, VertexNumbers, Vtk,
+};
+
+/// Writes `mesh` with vertex fields (one value per vertex each) as a `.vtu` file.
+pub fn write_vtu(path: &Path, mesh: &TriMesh, fields: &[(&str, &[f32])]) -> std::io::Result<()> {
+    let points: Vec<f32> = mesh
+        .coords
+        .iter()
+        .flat_map(|c| [c[0] as f32, c[1] as f32, 0.0])
+        .collect();
+    let connectivity: Vec<u64> = mesh.cells.iter().flatten().map(|&v| v as u64).collect();
+    let offsets: Vec<u64> = (1..=mesh.ncells() as u64).map(|k| 3 * k).collect();
+    let point = fields
+        .iter()
+        .map(|(name, values)| {
+            Attribute::DataArray(DataArray::scalars(*name, 1).with_data(values.to_vec()))
+        })
+        .collect();
+    let vtk = Vtk {
+        version: Version::new_xml(1, 0),
+        title: String::new(),
+        byte_order: ByteOrder::LittleEndian,
+        file_path: None,
+        data: DataSet::inline(UnstructuredGridPiece {
+            points: points.into(),
+            cells: Cells {
+                cell_verts: VertexNumbers::XML {
+                    connectivity,
+                    offsets,
+                },
+                types: vec![CellType::Triangle; mesh.ncells()],
+            },
+            data: Attributes {
+                point,
+                cell: vec![],
+            },
+        }),
+    };
+    vtk.export(path)
+        .map_err(|e| std::io::Error::other(format!("writing {}: {e}", path.display())))
+}
+
+/// A time series: frames `<stem>_<k>.vtu` next to `<stem>.pvd`, which ParaView opens.
+pub struct Series {
+    dir: PathBuf,
+    stem: String,
+    frames: Vec<(f64, String)>,
+}
+
+impl Series {
+    pub fn new(dir: &Path, stem: &str) -> std::io::Result<Series> {
+        std::fs::create_dir_all(dir)?;
+        Ok(Series {
+            dir: dir.to_path_buf(),
+            stem: stem.to_string(),
+            frames: Vec::new(),
+        })
+    }
+
+    /// Writes one frame at `time` and rewrites the collection.
+    pub fn write(
+        &mut self,
+        time: f64,
+        mesh: &TriMesh,
+        fields: &[(&str, &[f32])],
+    ) -> std::io::Result<()> {
+        let file = format!("{}_{:06}.vtu", self.stem, self.frames.len());
+        write_vtu(&self.dir.join(&file), mesh, fields)?;
+        self.frames.push((time, file));
+        std::fs::write(self.pvd_path(), pvd(&self.frames))
+    }
+
+    pub fn pvd_path(&self) -> PathBuf {
+        self.dir.join(format!("{}.pvd", self.stem))
+    }
+}
+
+/// The `.pvd` XML of a collection of (time, file) frames.
+pub fn pvd(frames: &[(f64, String)]) -> String {
+    let mut s = String::from(
+        "<?xml version=\"1.0\"?>\n<VTKFile type=\"Collection\" version=\"0.1\" byte_order=\"LittleEndian\">\n  <Collection>\n",
+    );
+    for (t, f) in frames {
+        let f = f
+            .replace('&', "&amp;")
+            .replace('"', "&quot;")
+            .replace('<', "&lt;");
+        let _ = writeln!(
+            s,
+            "    <DataSet timestep=\"{t}\" group=\"\" part=\"0\" file=\"{f}\"/>"
+        );
+    }
+    s.push_str("  </Collection>\n</VTKFile>\n");
+    s
+}
