@@ -41,6 +41,9 @@ pub struct Config {
     pub workgroup_size: u32,
     /// `PARLOOP_ADAPTER=hardware|software|<name>`.
     pub adapter: AdapterChoice,
+    /// Time each loop group on the GPU with timestamp queries (`PARLOOP_PROFILE=1`); costs a
+    /// compute pass per group and a readback per force.
+    pub profile: bool,
 }
 
 impl Default for Config {
@@ -55,6 +58,7 @@ impl Default for Config {
             trace_bound: 100,
             workgroup_size: 64,
             adapter: AdapterChoice::Auto,
+            profile: false,
         }
     }
 }
@@ -87,6 +91,9 @@ impl Config {
         }
         if let Some(n) = var("PARLOOP_TRACE_BOUND").and_then(|v| v.trim().parse().ok()) {
             c.trace_bound = n;
+        }
+        if let Some(v) = var("PARLOOP_PROFILE") {
+            c.profile = flag(v);
         }
         if let Some(v) = var("PARLOOP_ADAPTER") {
             c.adapter = AdapterChoice::parse(&v);

@@ -3,6 +3,8 @@
 //!
 //! Owns: host-side mesh arrays. Must never: run par_loops (the apps do).
 
+pub mod airfoil;
+pub mod spline;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod vtk;
 

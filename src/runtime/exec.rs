@@ -24,6 +24,8 @@ struct Cmd {
     bufs: Vec<(u64, u64)>,
     params: usize,
     grid: (u32, u32),
+    /// Index of the group in the force (for per-group timing).
+    group: usize,
 }
 
 /// Runs `groups` in order and leaves `readback` valid on the host.
@@ -97,13 +99,14 @@ async fn fetch(ctx: &Inner, groups: &[Group], want: &[Rc<DataInner>]) -> Result<
         let mut cmds: Vec<Cmd> = Vec::new();
         let mut scratch_words = 0u64;
         let mut loops = 0u64;
-        for g in groups {
+        for (gi, g) in groups.iter().enumerate() {
             let lw =
                 lower(g, &choice).map_err(|m| Error::ParLoop(format!("{}: {m}", g.names())))?;
             loops += g.loops.len() as u64;
             if lw.positions() == 0 {
                 continue;
             }
+            let first = cmds.len();
             scratch_words = scratch_words.max(encode_group(
                 ctx,
                 &mut st,
@@ -113,6 +116,7 @@ async fn fetch(ctx: &Inner, groups: &[Group], want: &[Rc<DataInner>]) -> Result<
                 &mut params,
                 &mut cmds,
             )?);
+            cmds[first..].iter_mut().for_each(|c| c.group = gi);
         }
         // The params arena and scratch must exist before bind groups refer to them.
         let stride = wgpu::util::align_to(
@@ -158,18 +162,58 @@ async fn fetch(ctx: &Inner, groups: &[Group], want: &[Rc<DataInner>]) -> Result<
                 }
             }
         }
-        {
+        // One compute pass for the whole region; when profiling with timestamp queries, one
+        // pass per group with its start and end written to a query set.
+        let profiling = ctx.config.profile && gpu.timestamps() && !cmds.is_empty();
+        let queries = profiling.then(|| {
+            gpu.device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("parloop profile"),
+                ty: wgpu::QueryType::Timestamp,
+                count: 2 * groups.len() as u32,
+            })
+        });
+        let mut k = 0;
+        while k < cmds.len() {
+            let end = if profiling {
+                (k..cmds.len())
+                    .find(|&e| cmds[e].group != cmds[k].group)
+                    .unwrap_or(cmds.len())
+            } else {
+                cmds.len()
+            };
+            let timestamp_writes = queries.as_ref().map(|q| wgpu::ComputePassTimestampWrites {
+                query_set: q,
+                beginning_of_pass_write_index: Some(2 * cmds[k].group as u32),
+                end_of_pass_write_index: Some(2 * cmds[k].group as u32 + 1),
+            });
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("parloop"),
-                timestamp_writes: None,
+                timestamp_writes,
             });
-            for c in &cmds {
+            for c in &cmds[k..end] {
                 let bg = bind_group(&mut st, gpu, c)?;
                 pass.set_pipeline(&c.pipeline.pipeline);
                 pass.set_bind_group(0, &bg, &[(c.params as u64 * stride) as u32]);
                 pass.dispatch_workgroups(c.grid.0, c.grid.1, 1);
             }
+            k = end;
         }
+        let timing = queries.map(|q| {
+            let bytes = 16 * groups.len() as u64;
+            let resolve = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("parloop timestamps"),
+                size: bytes,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            encoder.resolve_query_set(&q, 0..2 * groups.len() as u32, &resolve, 0);
+            let out = st.staging_buf(gpu, bytes);
+            encoder.copy_buffer_to_buffer(&resolve, 0, &out.buffer, 0, bytes);
+            let used: Vec<bool> = (0..groups.len())
+                .map(|g| cmds.iter().any(|c| c.group == g))
+                .collect();
+            (out, used)
+        });
         st.stats.dispatches += cmds.len() as u64;
         st.stats.last_dispatches += cmds.len() as u64;
         st.stats.loops += loops;
@@ -190,8 +234,9 @@ async fn fetch(ctx: &Inner, groups: &[Group], want: &[Rc<DataInner>]) -> Result<
         }
         st.stats.submissions += 1;
         st.stats.readbacks += staging.len() as u64;
-        staging
+        (staging, timing)
     };
+    let (staging, timing) = staging;
     gpu.queue.submit([encoder.finish()]);
     #[cfg(not(target_arch = "wasm32"))]
     if let Some(e) = scope.pop().await {
@@ -205,7 +250,50 @@ async fn fetch(ctx: &Inner, groups: &[Group], want: &[Rc<DataInner>]) -> Result<
             }
         )));
     }
-    read_staging(ctx, staging).await
+    read_staging(ctx, staging).await?;
+    if let Some((buf, used)) = timing {
+        record_times(ctx, groups, buf, &used).await?;
+    }
+    Ok(())
+}
+
+/// Adds each group's GPU time (from its pass's timestamps) to the per-group totals.
+async fn record_times(ctx: &Inner, groups: &[Group], buf: Buf, used: &[bool]) -> Result<()> {
+    let bytes = 16 * groups.len() as u64;
+    let (tx, rx) = futures::channel::oneshot::channel();
+    buf.buffer
+        .map_async(wgpu::MapMode::Read, 0..bytes, move |r| {
+            let _ = tx.send(r);
+        });
+    #[cfg(not(target_arch = "wasm32"))]
+    let _ = ctx.gpu.device.poll(wgpu::PollType::wait_indefinitely());
+    if !matches!(rx.await, Ok(Ok(()))) {
+        return Err(Error::Device("reading GPU timestamps failed".into()));
+    }
+    let period = ctx.gpu.queue.get_timestamp_period() as f64;
+    {
+        let view = buf
+            .buffer
+            .get_mapped_range(0..bytes)
+            .map_err(|e| Error::Device(format!("mapping timestamps failed: {e}")))?;
+        let ticks: &[u64] = bytemuck::cast_slice(&view);
+        let mut st = ctx.rt.borrow_mut();
+        for (g, group) in groups.iter().enumerate().filter(|&(g, _)| used[g]) {
+            let ns = ticks[2 * g + 1].saturating_sub(ticks[2 * g]) as f64 * period;
+            let label = group
+                .loops
+                .iter()
+                .map(|l| l.kernel.name())
+                .collect::<Vec<_>>()
+                .join("+");
+            let t = st.stats.kernel_times.entry(label).or_default();
+            t.calls += 1;
+            t.ns += ns as u64;
+        }
+    }
+    buf.buffer.unmap();
+    ctx.rt.borrow_mut().release_staging(buf);
+    Ok(())
 }
 
 /// Maps the readback buffers and copies them into the host copies.
@@ -391,6 +479,7 @@ fn encode_group(
             bufs: bufs.clone(),
             params: params.len() - 1,
             grid: grid(nwg, gpu.limits.max_compute_workgroups_per_dimension),
+            group: 0,
         });
         wg_base += nwg;
     }
@@ -415,6 +504,7 @@ fn encode_group(
             bufs: vec![(SCRATCH, 0), global],
             params: params.len() - 1,
             grid: (1, 1),
+            group: 0,
         });
         off += red.dim as u32;
     }

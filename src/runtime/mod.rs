@@ -25,9 +25,19 @@ pub(crate) struct Buf {
     pub size: u64,
 }
 
+/// GPU time of one loop group (profiling mode).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KernelTime {
+    pub calls: u64,
+    pub ns: u64,
+}
+
 /// Counters a user (and the benchmarks) can read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
+    /// GPU time per group (kernel names joined by `+`), with `Config::profile` on an adapter
+    /// with timestamp queries.
+    pub kernel_times: BTreeMap<String, KernelTime>,
     /// Forces that ran any work.
     pub forces: u64,
     pub submissions: u64,

@@ -1,0 +1,227 @@
+//! Airfoil, OP2's standard benchmark, on parloop: 1000 iterations on the 720,000-cell NACA0012
+//! mesh, printing ` iteration  rms` every 100 iterations as OP2 does, then the timings.
+//!
+//! `cargo run --release --example airfoil -- --size 400,600` (the default), or `--mesh new_grid.dat`
+//! for OP2's own file; `--reference` runs the plain-Rust sequential version instead.
+
+use clap::{Parser, ValueEnum};
+use parloop::apps::airfoil::{Airfoil, bytes_per_call, constants_f32, constants_f64, reference};
+use parloop::mesh::airfoil::{AirfoilMesh, naca0012};
+use parloop::{Config, Context, Result, Strategy};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Mode {
+    Lazy,
+    Eager,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Precision {
+    F32,
+    F64,
+}
+
+#[derive(Parser)]
+#[command(about = "Airfoil (OP2's benchmark) on parloop")]
+struct Args {
+    /// OP2's ASCII mesh file (new_grid.dat).
+    #[arg(long, conflicts_with = "size")]
+    mesh: Option<PathBuf>,
+    /// Generate the NACA0012 C-grid with parameters I,J (coordinates rounded to 6 decimals,
+    /// as OP2's file has them).
+    #[arg(long, default_value = "400,600", value_parser = parse_size)]
+    size: (usize, usize),
+    #[arg(long, default_value_t = 1000)]
+    iterations: u32,
+    /// Racing-increment strategy: auto, hierarchical, global-colour, atomics, cas.
+    #[arg(long, default_value = "auto")]
+    strategy: String,
+    #[arg(long, value_enum, default_value_t = Mode::Lazy)]
+    mode: Mode,
+    #[arg(long)]
+    no_fusion: bool,
+    /// Do not time groups with GPU timestamps (one compute pass per force instead of per group).
+    #[arg(long)]
+    no_profile: bool,
+    /// Write the mesh as new_grid.dat to this file.
+    #[arg(long)]
+    write_mesh: Option<PathBuf>,
+    /// Run the plain-Rust sequential implementation instead of the GPU.
+    #[arg(long, value_enum)]
+    reference: Option<Precision>,
+}
+
+fn parse_size(s: &str) -> std::result::Result<(usize, usize), String> {
+    let (a, b) = s.split_once(',').ok_or("expected I,J (e.g. 400,600)")?;
+    let p = |v: &str| v.trim().parse::<usize>().map_err(|e| format!("{v:?}: {e}"));
+    let (i, j) = (p(a)?, p(b)?);
+    if i == 0 || j < 2 {
+        return Err("I must be at least 1 and J at least 2".into());
+    }
+    Ok((i, j))
+}
+
+/// C's `%10.5e`: a two-digit signed exponent.
+fn c_exp(v: f64) -> String {
+    let s = format!("{v:.5e}");
+    match s.split_once('e') {
+        Some((m, e)) => {
+            let e: i32 = e.parse().unwrap_or(0);
+            format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
+        }
+        None => s,
+    }
+}
+
+fn main() {
+    if let Err(e) = run(Args::parse()) {
+        eprintln!("airfoil: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn load(a: &Args) -> Result<AirfoilMesh> {
+    let m = match &a.mesh {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                parloop::Error::Data(format!("cannot read {}: {e}", path.display()))
+            })?;
+            AirfoilMesh::from_grid_dat(&text)
+                .map_err(|e| parloop::Error::Data(format!("{}: {e}", path.display())))?
+        }
+        None => {
+            let mut m = naca0012(a.size.0, a.size.1);
+            m.round6();
+            m
+        }
+    };
+    m.check().map_err(parloop::Error::Data)?;
+    if let Some(out) = &a.write_mesh {
+        std::fs::write(out, m.to_grid_dat())
+            .map_err(|e| parloop::Error::Data(format!("cannot write {}: {e}", out.display())))?;
+    }
+    Ok(m)
+}
+
+fn run(a: Args) -> Result<()> {
+    let t0 = Instant::now();
+    let m = load(&a)?;
+    let (nn, nc, ne, nb) = m.counts();
+    println!(
+        "mesh: {nn} nodes, {nc} cells, {ne} edges, {nb} boundary edges ({:.2} s)",
+        t0.elapsed().as_secs_f64()
+    );
+    if let Some(p) = a.reference {
+        return run_reference(&a, &m, p);
+    }
+    let strategy = Strategy::parse(&a.strategy)
+        .ok_or_else(|| parloop::Error::Usage(format!("unknown strategy {:?}", a.strategy)))?;
+    let ctx = Context::with_config(Config {
+        lazy: a.mode == Mode::Lazy,
+        fusion: !a.no_fusion,
+        strategy,
+        profile: !a.no_profile,
+        ..Config::from_env()
+    })?;
+    let solver = Airfoil::new(&ctx, &m)?;
+    ctx.flush()?;
+    let start = Instant::now();
+    for it in 1..=a.iterations {
+        if it % 100 == 0 {
+            let rms = ctx.global("rms", &[0.0f32])?;
+            solver.iteration(Some(&rms))?;
+            let v = (rms.value()?[0] as f64 / nc as f64).sqrt();
+            println!(" {it}  {} ", c_exp(v));
+        } else {
+            solver.iteration(None)?;
+        }
+    }
+    ctx.flush()?;
+    let _ = solver.q.data_ro()?;
+    let wall = start.elapsed().as_secs_f64();
+    let st = ctx.stats();
+    println!("\nadapter: {}", ctx.adapter());
+    println!(
+        "strategy {}, {} mode, fusion {}: {} iterations in {wall:.2} s ({:.2} ms per iteration), \
+         {:.1} dispatches and {:.3} submissions per iteration",
+        strategy.name(),
+        if a.mode == Mode::Lazy {
+            "lazy"
+        } else {
+            "eager"
+        },
+        if a.no_fusion { "off" } else { "on" },
+        a.iterations,
+        wall * 1e3 / a.iterations as f64,
+        st.dispatches as f64 / a.iterations as f64,
+        st.submissions as f64 / a.iterations as f64
+    );
+    if st.kernel_times.is_empty() {
+        println!(
+            "(no per-kernel GPU times: the adapter has no timestamp queries, or --no-profile)"
+        );
+        return Ok(());
+    }
+    let model = bytes_per_call(&m);
+    let bytes = |label: &str| -> f64 {
+        label
+            .split('+')
+            .map(|k| {
+                let k = if k == "update_rms" { "update" } else { k };
+                model.iter().find(|(n, _)| *n == k).map_or(0.0, |(_, b)| *b)
+            })
+            .sum()
+    };
+    println!(
+        "\n{:<34} {:>7} {:>11} {:>11} {:>9}",
+        "group (GPU timestamps)", "calls", "total ms", "ms/call", "GB/s"
+    );
+    let mut total_ns = 0u64;
+    for (label, t) in &st.kernel_times {
+        total_ns += t.ns;
+        let per = t.ns as f64 / t.calls as f64;
+        println!(
+            "{label:<34} {:>7} {:>11.1} {:>11.3} {:>9.2}",
+            t.calls,
+            t.ns as f64 / 1e6,
+            per / 1e6,
+            bytes(label) / per
+        );
+    }
+    println!(
+        "{:<34} {:>7} {:>11.1}",
+        "all groups",
+        "",
+        total_ns as f64 / 1e6
+    );
+    Ok(())
+}
+
+fn run_reference(a: &Args, m: &AirfoilMesh, p: Precision) -> Result<()> {
+    let start = Instant::now();
+    macro_rules! go {
+        ($state:expr) => {{
+            let mut s = $state;
+            for it in 1..=a.iterations {
+                let rms = s.iteration(m);
+                if it % 100 == 0 {
+                    println!(" {it}  {} ", c_exp(rms));
+                }
+            }
+        }};
+    }
+    match p {
+        Precision::F32 => go!(reference::State::<f32>::new(m, constants_f32())),
+        Precision::F64 => go!(reference::State::<f64>::new(m, constants_f64())),
+    }
+    let wall = start.elapsed().as_secs_f64();
+    println!(
+        "\nplain Rust, sequential, {}: {} iterations in {wall:.2} s ({:.2} ms per iteration)",
+        if p == Precision::F32 { "f32" } else { "f64" },
+        a.iterations,
+        wall * 1e3 / a.iterations as f64
+    );
+    Ok(())
+}
