@@ -28,6 +28,27 @@ mod cli {
 
     #[derive(Subcommand)]
     enum Command {
+        /// Execution-plan statistics for a mesh's indirect-increment loop: the unit square's
+        /// cells incrementing their vertices (as the wave demo), or Airfoil's edges
+        /// incrementing their cells (res_calc).
+        Plan {
+            /// `square:N` (2 N^2 triangles), `airfoil:I,J` (the NACA0012 C-grid), or the path
+            /// of an OP2 new_grid.dat file.
+            #[arg(default_value = "airfoil:400,600")]
+            mesh: String,
+            /// Elements per mini-partition (default: derived from workgroup memory).
+            #[arg(long)]
+            block_size: Option<usize>,
+            /// Workgroup memory available for staging, in bytes.
+            #[arg(long, default_value_t = 16384 - 2048)]
+            workgroup_memory: usize,
+            /// Stage all indirect data (default: only the incremented data).
+            #[arg(long)]
+            stage_all: bool,
+            /// Pick the least-used allowed colour.
+            #[arg(long)]
+            balance: bool,
+        },
         /// List the adapters found, the one parloop picks (PARLOOP_ADAPTER, PARLOOP_BACKEND),
         /// its key limits and features.
         Info,
@@ -82,6 +103,13 @@ mod cli {
                     &choice,
                 )))
             }
+            Command::Plan {
+                mesh,
+                block_size,
+                workgroup_memory,
+                stage_all,
+                balance,
+            } => plan_stats(&mesh, block_size, workgroup_memory, stage_all, balance),
             Command::Partition {
                 file,
                 algorithm,
@@ -103,5 +131,151 @@ mod cli {
                 Ok(p.render(&g, format))
             }
         }
+    }
+
+    /// The maps of the loop to plan: (iteration size, racing map, arity, target size, bytes per
+    /// target when incremented, extra staged maps when staging all).
+    struct LoopShape {
+        what: String,
+        positions: usize,
+        map: Vec<u32>,
+        arity: usize,
+        targets: usize,
+        inc_bytes: usize,
+        read_maps: Vec<(Vec<u32>, usize, usize)>,
+    }
+
+    fn loop_shape(mesh: &str) -> Result<LoopShape, String> {
+        if let Some(n) = mesh.strip_prefix("square:") {
+            let n: usize = n.parse().map_err(|e| format!("square:{n}: {e}"))?;
+            let m = parloop::mesh::unit_square(n);
+            return Ok(LoopShape {
+                what: format!(
+                    "unit square {n}x{n}: {} cells incrementing {} vertices (arity 3, dim 1)",
+                    m.ncells(),
+                    m.nvertices()
+                ),
+                positions: m.ncells(),
+                map: m.cell_vertices(),
+                arity: 3,
+                targets: m.nvertices(),
+                inc_bytes: 4,
+                read_maps: vec![],
+            });
+        }
+        let m = if let Some(ij) = mesh.strip_prefix("airfoil:") {
+            let (i, j) = ij.split_once(',').ok_or("airfoil:I,J")?;
+            let p = |v: &str| v.trim().parse::<usize>().map_err(|e| format!("{v:?}: {e}"));
+            parloop::mesh::airfoil::naca0012(p(i)?, p(j)?)
+        } else {
+            let text =
+                std::fs::read_to_string(mesh).map_err(|e| format!("cannot read {mesh}: {e}"))?;
+            parloop::mesh::airfoil::AirfoilMesh::from_grid_dat(&text)
+                .map_err(|e| format!("{mesh}: {e}"))?
+        };
+        let pedge: Vec<u32> = m.edges.iter().flatten().copied().collect();
+        Ok(LoopShape {
+            what: format!(
+                "Airfoil res_calc: {} edges incrementing {} cells (pecell, arity 2, dim 4)",
+                m.edges.len(),
+                m.cells.len()
+            ),
+            positions: m.edges.len(),
+            map: m.ecells.iter().flatten().copied().collect(),
+            arity: 2,
+            targets: m.cells.len(),
+            inc_bytes: 16,
+            // q (16 B) and adt (4 B) through pecell; x (8 B) through pedge.
+            read_maps: vec![(pedge, 2, 8)],
+        })
+    }
+
+    fn plan_stats(
+        mesh: &str,
+        block_size: Option<usize>,
+        workgroup_memory: usize,
+        stage_all: bool,
+        balance: bool,
+    ) -> Result<String, String> {
+        use parloop::plan::{
+            PlanConfig, PlanInput, RaceArg, StagedMap, build_blocks, colour_elements,
+        };
+        use std::fmt::Write;
+        let shape = loop_shape(mesh)?;
+        let mut staged = vec![StagedMap {
+            map: &shape.map,
+            arity: shape.arity,
+            bytes_per_target: shape.inc_bytes
+                + if stage_all && shape.inc_bytes == 16 {
+                    20
+                } else {
+                    0
+                },
+            slots_per_element: shape.arity,
+        }];
+        if stage_all {
+            for (m, arity, bytes) in &shape.read_maps {
+                staged.push(StagedMap {
+                    map: m,
+                    arity: *arity,
+                    bytes_per_target: *bytes,
+                    slots_per_element: *arity,
+                });
+            }
+        }
+        let input = PlanInput {
+            positions: shape.positions,
+            elements: None,
+            section_ends: vec![],
+            space_sizes: vec![shape.targets],
+            races: vec![RaceArg {
+                space: 0,
+                map: &shape.map,
+                arity: shape.arity,
+                idx: None,
+            }],
+            staged,
+        };
+        let config = PlanConfig {
+            workgroup_memory,
+            block_size,
+            balance,
+        };
+        let t0 = std::time::Instant::now();
+        let plan = build_blocks(&input, &config).map_err(|e| format!("{e:?}"))?;
+        let build = t0.elapsed().as_secs_f64() * 1e3;
+        let t1 = std::time::Instant::now();
+        let colour = colour_elements(&input, balance);
+        let build_colour = t1.elapsed().as_secs_f64() * 1e3;
+        let st = plan.stats(&input);
+        let mut s = String::new();
+        let _ = writeln!(s, "loop: {}", shape.what);
+        let _ = writeln!(
+            s,
+            "hierarchical plan ({} staging, {} colours, {workgroup_memory} B of workgroup memory):",
+            if stage_all { "all" } else { "INC-only" },
+            if balance { "balanced" } else { "first-fit" }
+        );
+        let _ = writeln!(
+            s,
+            "  blocks:              {} of {} elements",
+            st.blocks, st.block_size
+        );
+        let _ = writeln!(s, "  block colours:       {}", st.block_colours);
+        let _ = writeln!(
+            s,
+            "  thread colours:      max {}, mean {:.2} per block",
+            st.thread_colours_max, st.thread_colours_mean
+        );
+        let _ = writeln!(
+            s,
+            "  staged bytes:        max {}, mean {:.0} per block",
+            st.staged_bytes_max, st.staged_bytes_mean
+        );
+        let _ = writeln!(s, "  build time:          {build:.1} ms");
+        let _ = writeln!(s, "global colouring (one level):");
+        let _ = writeln!(s, "  colours:             {}", colour.colours());
+        let _ = writeln!(s, "  build time:          {build_colour:.1} ms");
+        Ok(s)
     }
 }

@@ -368,3 +368,42 @@ fn renumber(m: &StagedMap, elem: &[u32], block_offsets: &[u32]) -> StagedPlan {
 
 #[cfg(test)]
 mod tests;
+
+/// Statistics of a hierarchical plan (for `parloop plan` and the benchmarks).
+#[derive(Clone, Debug)]
+pub struct BlockStats {
+    pub blocks: usize,
+    pub block_size: usize,
+    pub block_colours: usize,
+    pub thread_colours_max: u32,
+    pub thread_colours_mean: f64,
+    pub staged_bytes_max: usize,
+    pub staged_bytes_mean: f64,
+}
+
+impl BlockPlan {
+    pub fn stats(&self, input: &PlanInput) -> BlockStats {
+        let nb = self.blocks().max(1);
+        let per_block: Vec<usize> = (0..self.blocks())
+            .map(|b| {
+                self.staged
+                    .iter()
+                    .zip(&input.staged)
+                    .map(|(s, m)| {
+                        (s.l2g_offsets[b + 1] - s.l2g_offsets[b]) as usize * m.bytes_per_target
+                    })
+                    .sum()
+            })
+            .collect();
+        BlockStats {
+            blocks: self.blocks(),
+            block_size: self.block_size,
+            block_colours: self.block_colours(),
+            thread_colours_max: self.block_ncolours.iter().copied().max().unwrap_or(0),
+            thread_colours_mean: self.block_ncolours.iter().map(|&c| c as f64).sum::<f64>()
+                / nb as f64,
+            staged_bytes_max: per_block.iter().copied().max().unwrap_or(0),
+            staged_bytes_mean: per_block.iter().sum::<usize>() as f64 / nb as f64,
+        }
+    }
+}

@@ -17,7 +17,8 @@ use std::rc::Rc;
 /// How racing increments (INC/MIN/MAX through a map) are made safe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Strategy {
-    /// `hierarchical`: see ARCHITECTURE.md for why it is the default.
+    /// `atomics` where the adapter has native f32 atomics, else `global-colour` (see
+    /// ARCHITECTURE.md for the measurements behind this choice).
     #[default]
     Auto,
     /// Coloured mini-partitions, one per workgroup, with staging.
@@ -426,7 +427,12 @@ fn schedule_for(
         return Ok(Schedule::Atomics);
     }
     Ok(match choice.strategy {
-        Strategy::Auto | Strategy::Hierarchical => Schedule::Hierarchical(choice.staging),
+        // Measured on the adapters at hand (BENCHMARKS.md) and OP2's modern default: native
+        // atomics where the adapter has f32 atomics, else one-level colouring (no barriers,
+        // deterministic). ARCHITECTURE.md has the reasoning.
+        Strategy::Auto if choice.float_atomics => Schedule::Atomics,
+        Strategy::Auto => Schedule::GlobalColour,
+        Strategy::Hierarchical => Schedule::Hierarchical(choice.staging),
         Strategy::GlobalColour => Schedule::GlobalColour,
         Strategy::Cas => Schedule::Cas,
         Strategy::Atomics => {
