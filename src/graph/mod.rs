@@ -107,8 +107,9 @@ pub struct Options {
     pub budget: Budget,
 }
 
-/// Below this many required nodes, `best` also runs `moose` (its merge checks are quadratic).
-const MOOSE_IN_BEST_MAX: usize = 600;
+/// Up to this many required nodes, `best` also runs `tvm` and `moose` (their merge checks and
+/// restriction sets grow quadratically) and keeps the best answer.
+const MERGE_HEURISTICS_IN_BEST_MAX: usize = 600;
 
 /// Partitions `g` into loops.
 pub fn partition(g: &Graph, opts: &Options) -> Partition {
@@ -140,11 +141,10 @@ pub fn partition(g: &Graph, opts: &Options) -> Partition {
 
 fn best(c: &Constraints, lb: usize, opts: &Options) -> (Schedule, Algorithm, bool, Option<String>) {
     let mut heuristic = (list::schedule(c, true), Algorithm::List);
-    let mut others: Vec<(Schedule, Algorithm)> = tvm::schedule(c)
-        .map(|s| (s, Algorithm::Tvm))
-        .into_iter()
-        .collect();
-    if c.len() <= MOOSE_IN_BEST_MAX {
+    // The merge-based heuristics are quadratic; on large graphs list scheduling alone.
+    let mut others: Vec<(Schedule, Algorithm)> = Vec::new();
+    if c.len() <= MERGE_HEURISTICS_IN_BEST_MAX {
+        others.extend(tvm::schedule(c).map(|s| (s, Algorithm::Tvm)));
         others.push((moose::schedule(c), Algorithm::Moose));
     }
     for o in others {
