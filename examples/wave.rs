@@ -48,6 +48,12 @@ struct Args {
     /// Run the plain-Rust CPU reference (f64, one core) instead of the GPU.
     #[arg(long)]
     reference: bool,
+    /// Run exactly this many steps (overrides --t-end).
+    #[arg(long)]
+    steps: Option<u64>,
+    /// Print `checksum: <sum of |p|>` at the end (what the browser test compares).
+    #[arg(long)]
+    checksum: bool,
 }
 
 fn main() {
@@ -58,7 +64,9 @@ fn main() {
 }
 
 fn run(a: Args) -> Result<()> {
-    let steps = (a.t_end / a.dt + 1e-9).floor() as u64 + 1;
+    let steps = a
+        .steps
+        .unwrap_or((a.t_end / a.dt + 1e-9).floor() as u64 + 1);
     if a.reference {
         return run_reference(&a, steps);
     }
@@ -147,6 +155,10 @@ fn run(a: Args) -> Result<()> {
         "energy:         {e0:.6e} -> {e1:.6e} (relative change {:+.3e})",
         (e1 - e0) / e0
     );
+    if a.checksum {
+        let sum: f64 = w.p.data_ro()?.iter().map(|v| v.abs() as f64).sum();
+        println!("checksum: {sum}");
+    }
     if a.every > 0 {
         println!(
             "frames:         {}/p.pvd and phi.pvd (open in ParaView)",

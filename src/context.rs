@@ -210,6 +210,22 @@ impl Context {
             .map(|(a, b)| (name(a), name(b)))
             .collect()
     }
+    /// The device buffer holding a Dat's current values (`dim` values of 4 bytes per element),
+    /// for rendering straight from simulation data. None until a loop has run on it, or while
+    /// the host holds newer values. Pending loops that write the Dat have not run yet: flush
+    /// first.
+    pub fn device_buffer<T: Scalar>(&self, dat: &Dat<T>) -> Option<wgpu::Buffer> {
+        if !dat.inner.device_valid.get() {
+            return None;
+        }
+        self.0
+            .rt
+            .borrow()
+            .data
+            .get(&dat.inner.id)
+            .map(|(_, b)| b.buffer.clone())
+    }
+
     /// The WGSL modules of the loop groups the last force ran on the GPU.
     pub fn shaders(&self) -> Vec<String> {
         self.0.shaders.borrow().clone()

@@ -32,6 +32,8 @@ impl AdapterChoice {
 
 /// The device and what it can do.
 pub struct Gpu {
+    /// The instance the adapter came from (surfaces for rendering are made from it).
+    pub instance: wgpu::Instance,
     pub adapter: wgpu::Adapter,
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
@@ -193,6 +195,7 @@ pub async fn open(choice: &AdapterChoice) -> Result<Gpu> {
         features.contains(wgpu::Features::SHADER_FLOAT32_ATOMIC)
     );
     Ok(Gpu {
+        instance,
         adapter,
         device,
         queue,

@@ -1,0 +1,141 @@
+// The page: drives the wasm App (simulation + rendering) and the controls. With ?test=1 it runs
+// a fixed number of steps and prints a checksum of p to the console for the headless test;
+// with ?bench=1 it prints steps/s. Results and errors go to the console as
+// "PARLOOP_RESULT {json}" / "PARLOOP_ERROR message".
+import init, { App } from "./pkg/parloop_web.js";
+
+const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(location.search);
+
+function fail(text) {
+  const m = $("message");
+  m.hidden = false;
+  m.textContent = text;
+  console.error("PARLOOP_ERROR " + text);
+}
+
+async function open(n, offscreen = false) {
+  if (!navigator.gpu) {
+    throw new Error("this browser has no WebGPU (navigator.gpu is undefined): use a recent " +
+      "Chrome or Edge, Safari 26+, Firefox 141+, or Chromium with --enable-unsafe-webgpu");
+  }
+  await init();
+  try {
+    return await App.create($("canvas"), n, offscreen);
+  } catch (e) {
+    throw new Error("WebGPU is present but no adapter or device could be opened: " + e);
+  }
+}
+
+function show(app) {
+  $("adapter").textContent = app.adapter();
+  $("mesh").textContent = `${app.vertices()} vertices, ${app.triangles()} triangles`;
+}
+
+// Headless Chromium with SwiftShader neither shows a WebGPU canvas nor resolves mapAsync (or
+// onSubmittedWorkDone) once a canvas has a WebGPU context ("A valid external Instance reference
+// no longer exists"; reproduced with plain JavaScript). So the test and the benchmark render
+// offscreen with the same pipeline and show the frame, read back, on a 2D canvas.
+async function showSnapshot(app) {
+  const canvas = $("canvas");
+  const rgba = await app.snapshot();
+  const image = new ImageData(new Uint8ClampedArray(rgba.buffer), canvas.width, canvas.height);
+  canvas.getContext("2d").putImageData(image, 0, 0);
+}
+
+// Runs `steps` steps in batches of `perFrame`, yielding to the browser between batches, and
+// waits for the GPU at the end (a readback); returns seconds.
+async function runSteps(app, steps, perFrame) {
+  const t0 = performance.now();
+  for (let done = 0; done < steps; done += perFrame) {
+    app.advance(Math.min(perFrame, steps - done));
+    await new Promise((r) => setTimeout(r, 0));
+  }
+  await app.checksum();
+  return (performance.now() - t0) / 1000;
+}
+
+async function test() {
+  const n = Number(params.get("n") ?? 20);
+  const steps = Number(params.get("steps") ?? 200);
+  const app = await open(n, true);
+  show(app);
+  const seconds = await runSteps(app, steps, 10);
+  const checksum = await app.checksum();
+  app.draw();
+  await showSnapshot(app);
+  console.log("PARLOOP_RESULT " + JSON.stringify({ n, steps, checksum, seconds, adapter: app.adapter() }));
+}
+
+async function bench() {
+  const n = Number(params.get("n") ?? 100);
+  const steps = Number(params.get("steps") ?? 500);
+  const perFrame = Number(params.get("spf") ?? 10);
+  const app = await open(n, true);
+  show(app);
+  await runSteps(app, 50, perFrame); // warm-up: pipelines and plans
+  const seconds = await runSteps(app, steps, perFrame);
+  app.pulse(0.3, 0.7, 1.0);
+  app.advance(40);
+  app.draw();
+  await showSnapshot(app);
+  console.log("PARLOOP_RESULT " + JSON.stringify({
+    n, steps, perFrame, seconds, stepsPerSecond: steps / seconds, adapter: app.adapter(),
+  }));
+}
+
+async function interactive() {
+  let n = Number($("n").value);
+  let app = await open(n);
+  show(app);
+  let running = true;
+  let perFrame = Number($("spf").value);
+  let last = performance.now(), counted = 0;
+  $("run").onclick = () => {
+    running = !running;
+    $("run").textContent = running ? "Pause" : "Start";
+  };
+  $("reset").onclick = () => {
+    try { app.reset(Number($("n").value)); show(app); } catch (e) { fail(String(e)); }
+  };
+  $("n").onchange = $("reset").onclick;
+  $("spf").oninput = () => {
+    perFrame = Number($("spf").value);
+    $("spf-out").textContent = perFrame;
+  };
+  $("range").oninput = () => {
+    const r = Number($("range").value);
+    app.set_range(r);
+    $("legend-max").textContent = "+" + r.toFixed(2);
+    $("legend-min").textContent = "-" + r.toFixed(2);
+  };
+  $("canvas").onclick = (ev) => {
+    const rect = ev.target.getBoundingClientRect();
+    // The mesh spans 95% of the canvas, centred (see the vertex shader).
+    const x = ((ev.clientX - rect.left) / rect.width - 0.025) / 0.95;
+    const y = 1 - ((ev.clientY - rect.top) / rect.height - 0.025) / 0.95;
+    try { app.pulse(x, y, 1.0); if (!running) app.frame(0); } catch (e) { fail(String(e)); }
+  };
+  const tick = () => {
+    try {
+      if (running) {
+        $("dpf").textContent = app.frame(perFrame);
+        counted += perFrame;
+      }
+      const now = performance.now();
+      if (now - last > 500) {
+        $("sps").textContent = Math.round(counted / ((now - last) / 1000));
+        $("steps").textContent = app.steps();
+        last = now;
+        counted = 0;
+      }
+      requestAnimationFrame(tick);
+    } catch (e) {
+      fail(String(e));
+    }
+  };
+  requestAnimationFrame(tick);
+}
+
+const mode = params.has("test") ? test : params.has("bench") ? bench : interactive;
+mode().catch((e) => fail(e instanceof Error ? e.message : String(e)));

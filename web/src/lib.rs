@@ -1,0 +1,485 @@
+//! The wave demo in the browser: the same `parloop::apps::wave` scheme as `examples/wave.rs`,
+//! compiled to wasm32 and run on the browser's WebGPU; each frame records some steps, submits
+//! them, and draws the triangle mesh coloured by p straight from the simulation's GPU buffer
+//! (no readback). JavaScript drives it through [`App`].
+#![cfg(target_arch = "wasm32")]
+
+use parloop::apps::wave::Wave;
+use parloop::{Config, Context};
+use std::cell::RefCell;
+use std::rc::Rc;
+use wasm_bindgen::prelude::*;
+use wgpu::util::DeviceExt;
+
+/// Vertices from a vertex buffer (coordinates), p from the simulation's storage buffer, coloured
+/// with viridis over [-range, range].
+const SHADER: &str = r#"
+struct View { range: f32, srgb: f32, pad0: f32, pad1: f32 }
+@group(0) @binding(0) var<storage, read> p: array<f32>;
+@group(0) @binding(1) var<uniform> view: View;
+
+struct Out {
+    @builtin(position) pos: vec4<f32>,
+    @location(0) value: f32,
+}
+
+@vertex
+fn vs(@location(0) xy: vec2<f32>, @builtin(vertex_index) v: u32) -> Out {
+    var o: Out;
+    o.pos = vec4<f32>(xy * 1.9 - 0.95, 0.0, 1.0);
+    o.value = p[v];
+    return o;
+}
+
+// matplotlib's viridis at t = 0, 1/8, ..., 1.
+const STOPS = array<vec3<f32>, 9>(
+    vec3<f32>(0.267004, 0.004874, 0.329415),
+    vec3<f32>(0.282623, 0.140926, 0.457517),
+    vec3<f32>(0.253935, 0.265254, 0.529983),
+    vec3<f32>(0.206756, 0.371758, 0.553117),
+    vec3<f32>(0.163625, 0.471133, 0.558148),
+    vec3<f32>(0.127568, 0.566949, 0.550556),
+    vec3<f32>(0.134692, 0.658636, 0.517649),
+    vec3<f32>(0.266941, 0.748751, 0.440573),
+    vec3<f32>(0.993248, 0.906157, 0.143936),
+);
+
+@fragment
+fn fs(i: Out) -> @location(0) vec4<f32> {
+    let t = clamp(0.5 + 0.5 * i.value / view.range, 0.0, 1.0) * 8.0;
+    let k = min(u32(t), 7u);
+    var c = mix(STOPS[k], STOPS[k + 1u], t - f32(k));
+    if (view.srgb > 0.5) {
+        c = pow(c, vec3<f32>(2.2));
+    }
+    return vec4<f32>(c, 1.0);
+}
+"#;
+
+/// parloop's log messages (the adapter chosen, device errors) go to the browser console.
+struct ConsoleLog;
+
+impl log::Log for ConsoleLog {
+    fn enabled(&self, m: &log::Metadata) -> bool {
+        m.level() <= log::Level::Info
+    }
+    fn log(&self, r: &log::Record) {
+        if !self.enabled(r.metadata()) {
+            return;
+        }
+        let text = format!("{}: {}", r.target(), r.args());
+        match r.level() {
+            log::Level::Error => web_sys::console::error_1(&text.into()),
+            log::Level::Warn => web_sys::console::warn_1(&text.into()),
+            _ => web_sys::console::log_1(&text.into()),
+        }
+    }
+    fn flush(&self) {}
+}
+
+static LOGGER: ConsoleLog = ConsoleLog;
+
+/// Where frames go: the canvas (interactive), or an offscreen texture read back on request
+/// (headless tests: Chromium's headless SwiftShader does not present WebGPU canvases, and stops
+/// resolving every mapAsync once one has been configured).
+enum Target {
+    Surface {
+        surface: wgpu::Surface<'static>,
+        config: wgpu::SurfaceConfiguration,
+    },
+    Offscreen {
+        texture: wgpu::Texture,
+        width: u32,
+        height: u32,
+    },
+}
+
+impl Target {
+    fn format(&self) -> wgpu::TextureFormat {
+        match self {
+            Target::Surface { config, .. } => config.format,
+            Target::Offscreen { .. } => OFFSCREEN_FORMAT,
+        }
+    }
+}
+
+const OFFSCREEN_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8Unorm;
+
+struct Renderer {
+    target: Target,
+    pipeline: wgpu::RenderPipeline,
+    view: wgpu::Buffer,
+    vertices: wgpu::Buffer,
+    indices: wgpu::Buffer,
+    count: u32,
+}
+
+struct State {
+    ctx: Context,
+    wave: Wave,
+    renderer: Renderer,
+    range: f32,
+}
+
+/// The demo, as JavaScript sees it.
+#[wasm_bindgen]
+pub struct App {
+    state: Rc<RefCell<State>>,
+}
+
+fn js(e: impl std::fmt::Display) -> JsValue {
+    JsValue::from_str(&e.to_string())
+}
+
+fn mesh_buffers(ctx: &Context, wave: &Wave) -> (wgpu::Buffer, wgpu::Buffer, u32) {
+    let device = &ctx.gpu().device;
+    let coords = wave.mesh.coords_f32();
+    let idx = wave.mesh.cell_vertices();
+    let v = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("mesh vertices"),
+        contents: bytemuck_cast(&coords),
+        usage: wgpu::BufferUsages::VERTEX,
+    });
+    let i = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("mesh triangles"),
+        contents: bytemuck_cast(&idx),
+        usage: wgpu::BufferUsages::INDEX,
+    });
+    (v, i, idx.len() as u32)
+}
+
+fn bytemuck_cast<T: Copy>(v: &[T]) -> &[u8] {
+    // f32 and u32 have no padding and every bit pattern is a valid byte.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+#[wasm_bindgen]
+impl App {
+    /// Opens WebGPU and sets up an n x n wave simulation drawn on `canvas`, or (with
+    /// `offscreen`) into a texture of the canvas's size that `snapshot` reads back.
+    pub async fn create(
+        canvas: web_sys::HtmlCanvasElement,
+        n: usize,
+        offscreen: bool,
+    ) -> Result<App, JsValue> {
+        if log::set_logger(&LOGGER).is_ok() {
+            log::set_max_level(log::LevelFilter::Info);
+        }
+        std::panic::set_hook(Box::new(|info| {
+            web_sys::console::error_1(&format!("PARLOOP_ERROR panic: {info}").into());
+        }));
+        let (width, height) = (canvas.width().max(1), canvas.height().max(1));
+        let ctx = Context::new_async(Config::default()).await.map_err(js)?;
+        let gpu = ctx.gpu();
+        let target = if offscreen {
+            Target::Offscreen {
+                texture: gpu.device.create_texture(&wgpu::TextureDescriptor {
+                    label: Some("offscreen frame"),
+                    size: wgpu::Extent3d {
+                        width,
+                        height,
+                        depth_or_array_layers: 1,
+                    },
+                    mip_level_count: 1,
+                    sample_count: 1,
+                    dimension: wgpu::TextureDimension::D2,
+                    format: OFFSCREEN_FORMAT,
+                    usage: wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
+                    view_formats: &[],
+                }),
+                width,
+                height,
+            }
+        } else {
+            let surface = gpu
+                .instance
+                .create_surface(wgpu::SurfaceTarget::Canvas(canvas))
+                .map_err(js)?;
+            let config = surface
+                .get_default_config(&gpu.adapter, width, height)
+                .ok_or_else(|| js("the canvas does not support this adapter"))?;
+            surface.configure(&gpu.device, &config);
+            Target::Surface { surface, config }
+        };
+        let module = gpu
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some("wave render"),
+                source: wgpu::ShaderSource::Wgsl(SHADER.into()),
+            });
+        let pipeline = gpu
+            .device
+            .create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+                label: Some("wave render"),
+                layout: None,
+                vertex: wgpu::VertexState {
+                    module: &module,
+                    entry_point: Some("vs"),
+                    compilation_options: Default::default(),
+                    buffers: &[Some(wgpu::VertexBufferLayout {
+                        array_stride: 8,
+                        step_mode: wgpu::VertexStepMode::Vertex,
+                        attributes: &wgpu::vertex_attr_array![0 => Float32x2],
+                    })],
+                },
+                primitive: wgpu::PrimitiveState::default(),
+                depth_stencil: None,
+                multisample: wgpu::MultisampleState::default(),
+                fragment: Some(wgpu::FragmentState {
+                    module: &module,
+                    entry_point: Some("fs"),
+                    compilation_options: Default::default(),
+                    targets: &[Some(target.format().into())],
+                }),
+                multiview_mask: None,
+                cache: None,
+            });
+        let view = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("view"),
+            size: 16,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let wave = Wave::new(&ctx, n, 0.001).map_err(js)?;
+        let (vertices, indices, count) = mesh_buffers(&ctx, &wave);
+        let renderer = Renderer {
+            target,
+            pipeline,
+            view,
+            vertices,
+            indices,
+            count,
+        };
+        Ok(App {
+            state: Rc::new(RefCell::new(State {
+                ctx,
+                wave,
+                renderer,
+                range: 0.25,
+            })),
+        })
+    }
+
+    /// "llvmpipe (Vulkan)" or the browser's adapter description.
+    pub fn adapter(&self) -> String {
+        let s = self.state.borrow();
+        let info = &s.ctx.gpu().info;
+        if info.name.is_empty() {
+            // Browsers hide the adapter's details by default.
+            format!("browser WebGPU adapter ({:?})", info.device_type)
+        } else {
+            s.ctx.adapter()
+        }
+    }
+
+    pub fn vertices(&self) -> usize {
+        self.state.borrow().wave.mesh.nvertices()
+    }
+
+    pub fn triangles(&self) -> usize {
+        self.state.borrow().wave.mesh.ncells()
+    }
+
+    /// Steps recorded so far.
+    pub fn steps(&self) -> f64 {
+        self.state.borrow().wave.steps as f64
+    }
+
+    /// Colour scale: p in [-range, range] spans the colour map.
+    pub fn set_range(&self, range: f32) {
+        self.state.borrow_mut().range = range.max(1e-6);
+    }
+
+    /// Records `steps` time steps, submits them, and draws p. Returns the dispatches it took.
+    pub fn frame(&self, steps: u32) -> Result<u32, JsValue> {
+        let dispatches = self.advance(steps)?;
+        self.draw()?;
+        Ok(dispatches)
+    }
+
+    /// Records `steps` time steps and submits them, without drawing. Returns the dispatches.
+    pub fn advance(&self, steps: u32) -> Result<u32, JsValue> {
+        let mut guard = self.state.borrow_mut();
+        let s = &mut *guard;
+        let before = s.ctx.stats().dispatches;
+        for _ in 0..steps {
+            s.wave.step().map_err(js)?;
+        }
+        s.ctx.flush().map_err(js)?;
+        Ok((s.ctx.stats().dispatches - before) as u32)
+    }
+
+    /// Draws p as the simulation left it (submitted work first: call `advance` before).
+    pub fn draw(&self) -> Result<(), JsValue> {
+        draw(&mut self.state.borrow_mut())
+    }
+
+    /// Adds a pulse of p at (x, y) in [0, 1]^2.
+    pub fn pulse(&self, x: f32, y: f32, amplitude: f32) -> Result<(), JsValue> {
+        self.state
+            .borrow_mut()
+            .wave
+            .pulse(x, y, amplitude)
+            .map_err(js)
+    }
+
+    /// A new n x n simulation on the same device.
+    pub fn reset(&self, n: usize) -> Result<(), JsValue> {
+        let mut guard = self.state.borrow_mut();
+        let s = &mut *guard;
+        s.ctx.flush().map_err(js)?;
+        s.wave = Wave::new(&s.ctx, n, 0.001).map_err(js)?;
+        let (v, i, c) = mesh_buffers(&s.ctx, &s.wave);
+        s.renderer.vertices = v;
+        s.renderer.indices = i;
+        s.renderer.count = c;
+        Ok(())
+    }
+
+    /// The last offscreen frame as RGBA bytes, row by row (offscreen mode only).
+    pub fn snapshot(&self) -> js_sys::Promise {
+        let state = self.state.clone();
+        wasm_bindgen_futures::future_to_promise(async move {
+            let (buffer, width, height, row) = {
+                let s = state.borrow();
+                let Target::Offscreen {
+                    texture,
+                    width,
+                    height,
+                } = &s.renderer.target
+                else {
+                    return Err(js("snapshot needs an offscreen App"));
+                };
+                let gpu = s.ctx.gpu();
+                let row = (4 * width).div_ceil(256) * 256;
+                let buffer = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("snapshot"),
+                    size: (row * height) as u64,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                let mut enc = gpu.device.create_command_encoder(&Default::default());
+                enc.copy_texture_to_buffer(
+                    texture.as_image_copy(),
+                    wgpu::TexelCopyBufferInfo {
+                        buffer: &buffer,
+                        layout: wgpu::TexelCopyBufferLayout {
+                            offset: 0,
+                            bytes_per_row: Some(row),
+                            rows_per_image: None,
+                        },
+                    },
+                    texture.size(),
+                );
+                gpu.queue.submit([enc.finish()]);
+                (buffer, *width, *height, row)
+            };
+            let (tx, rx) = futures::channel::oneshot::channel();
+            buffer.map_async(wgpu::MapMode::Read, .., move |r| {
+                let _ = tx.send(r);
+            });
+            rx.await.map_err(js)?.map_err(js)?;
+            let view = buffer.get_mapped_range(..).map_err(js)?;
+            let mut rgba = Vec::with_capacity((4 * width * height) as usize);
+            for y in 0..height as usize {
+                let start = y * row as usize;
+                rgba.extend_from_slice(&view[start..start + 4 * width as usize]);
+            }
+            Ok(js_sys::Uint8Array::from(&rgba[..]).into())
+        })
+    }
+
+    /// The sum of |p| over the vertices (read back from the GPU): the test's checksum.
+    pub fn checksum(&self) -> js_sys::Promise {
+        let state = self.state.clone();
+        wasm_bindgen_futures::future_to_promise(async move {
+            let s = state.borrow();
+            let p = s.wave.p.data_ro_async().await.map_err(js)?;
+            let sum: f64 = p.iter().map(|v| v.abs() as f64).sum();
+            Ok(JsValue::from_f64(sum))
+        })
+    }
+}
+
+fn draw(s: &mut State) -> Result<(), JsValue> {
+    let gpu = s.ctx.gpu();
+    let r = &s.renderer;
+    let Some(p) = s.ctx.device_buffer(&s.wave.p) else {
+        log::warn!("draw: no device buffer for p yet");
+        return Ok(()); // nothing computed yet
+    };
+    let srgb = if r.target.format().is_srgb() {
+        1.0f32
+    } else {
+        0.0
+    };
+    gpu.queue
+        .write_buffer(&r.view, 0, bytemuck_cast(&[s.range, srgb, 0.0, 0.0]));
+    let bind = gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some("wave render"),
+        layout: &r.pipeline.get_bind_group_layout(0),
+        entries: &[
+            wgpu::BindGroupEntry {
+                binding: 0,
+                resource: p.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 1,
+                resource: r.view.as_entire_binding(),
+            },
+        ],
+    });
+    let (frame, target) = match &r.target {
+        Target::Offscreen { texture, .. } => (None, texture.create_view(&Default::default())),
+        Target::Surface { surface, config } => match surface.get_current_texture() {
+            wgpu::CurrentSurfaceTexture::Success(t)
+            | wgpu::CurrentSurfaceTexture::Suboptimal(t) => {
+                let view = t.texture.create_view(&Default::default());
+                (Some(t), view)
+            }
+            other => {
+                log::warn!(
+                    "draw: no surface texture ({}), reconfiguring",
+                    match other {
+                        wgpu::CurrentSurfaceTexture::Timeout => "timeout",
+                        wgpu::CurrentSurfaceTexture::Occluded => "occluded",
+                        wgpu::CurrentSurfaceTexture::Outdated => "outdated",
+                        _ => "lost or unavailable",
+                    }
+                );
+                surface.configure(&gpu.device, config);
+                return Ok(());
+            }
+        },
+    };
+
+    let mut enc = gpu.device.create_command_encoder(&Default::default());
+    {
+        let mut pass = enc.begin_render_pass(&wgpu::RenderPassDescriptor {
+            label: Some("wave render"),
+            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                view: &target,
+                depth_slice: None,
+                resolve_target: None,
+                ops: wgpu::Operations {
+                    load: wgpu::LoadOp::Clear(wgpu::Color::WHITE),
+                    store: wgpu::StoreOp::Store,
+                },
+            })],
+            depth_stencil_attachment: None,
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+        pass.set_pipeline(&r.pipeline);
+        pass.set_bind_group(0, &bind, &[]);
+        pass.set_vertex_buffer(0, r.vertices.slice(..));
+        pass.set_index_buffer(r.indices.slice(..), wgpu::IndexFormat::Uint32);
+        pass.draw_indexed(0..r.count, 0, 0..1);
+    }
+    gpu.queue.submit([enc.finish()]);
+    if let Some(frame) = frame {
+        gpu.queue.present(frame);
+    }
+    Ok(())
+}

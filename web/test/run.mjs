@@ -1,0 +1,104 @@
+// Headless browser test of the demo: serves web/ on 127.0.0.1, opens it in Debian's Chromium
+// (SwiftShader's WebGPU, --enable-unsafe-webgpu), and
+//   1. runs N steps on a small mesh and compares the checksum of p with the native run's
+//      (--expected, relative tolerance 1e-4),
+//   2. runs the benchmark page (steps/s for each --bench-n) and saves a screenshot, which must
+//      not be blank (enough distinct colours).
+// Any PARLOOP_ERROR on the page, a timeout, or a mismatch fails the test (exit code 1).
+import { chromium } from "playwright-core";
+import { PNG } from "pngjs";
+import http from "node:http";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const args = Object.fromEntries(
+  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
+);
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const expected = Number(args.expected);
+const n = Number(args.n ?? 20);
+const steps = Number(args.steps ?? 200);
+const benchNs = (args["bench-n"] ?? "").split(",").filter(Boolean).map(Number);
+const screenshot = args.screenshot ?? path.join(root, "screenshot.png");
+const chromiumPath = args.chromium ?? "/usr/bin/chromium";
+
+const types = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".wasm": "application/wasm" };
+const server = http.createServer((req, res) => {
+  const url = new URL(req.url, "http://x");
+  const file = path.join(root, decodeURIComponent(url.pathname === "/" ? "/index.html" : url.pathname));
+  if (!file.startsWith(root) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
+    res.writeHead(404).end();
+    return;
+  }
+  res.writeHead(200, { "content-type": types[path.extname(file)] ?? "application/octet-stream" });
+  fs.createReadStream(file).pipe(res);
+});
+await new Promise((r) => server.listen(0, "127.0.0.1", r));
+const base = `http://127.0.0.1:${server.address().port}`;
+
+const browser = await chromium.launch({
+  executablePath: chromiumPath,
+  headless: true,
+  args: [
+    "--enable-unsafe-webgpu", "--no-sandbox", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+    "--disable-dev-shm-usage",
+  ],
+});
+
+let failed = false;
+const fail = (msg) => { console.error("FAIL: " + msg); failed = true; };
+
+// Opens a page and waits for its PARLOOP_RESULT (or error).
+async function run(query, timeoutMs) {
+  const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+  const result = new Promise((resolve, reject) => {
+    page.on("console", (msg) => {
+      const text = msg.text();
+      if (text.startsWith("PARLOOP_RESULT ")) resolve(JSON.parse(text.slice(15)));
+      else if (text.startsWith("PARLOOP_ERROR ")) reject(new Error(text.slice(14)));
+      else if (msg.type() === "error" || args.verbose) console.error("page console: " + text);
+    });
+    page.on("pageerror", (e) => reject(e));
+    setTimeout(() => reject(new Error(`no result within ${timeoutMs / 1000} s`)), timeoutMs);
+  });
+  await page.goto(`${base}/index.html?${query}`);
+  return { page, result: await result };
+}
+
+try {
+  const { page, result } = await run(`test=1&n=${n}&steps=${steps}`, 180_000);
+  const rel = Math.abs(result.checksum - expected) / Math.abs(expected);
+  console.log(`browser (${result.adapter}): checksum ${result.checksum} after ${result.steps} steps ` +
+    `on ${n}x${n}; native ${expected}; relative difference ${rel.toExponential(2)}`);
+  if (!(rel <= 1e-4)) fail(`checksum differs from the native run by ${rel}`);
+  await page.close();
+
+  for (const bn of benchNs) {
+    const { page, result } = await run(`bench=1&n=${bn}&steps=${args["bench-steps"] ?? 300}`, 600_000);
+    console.log(`bench: n = ${bn}: ${result.stepsPerSecond.toFixed(1)} steps/s ` +
+      `(${result.steps} steps, ${result.perFrame} per frame, ${result.adapter})`);
+    if (bn === benchNs[0]) {
+      await page.waitForTimeout(500); // let the compositor show the last frame
+      if (args.fullpage) await page.screenshot({ path: args.fullpage });
+      const png = await page.locator("canvas").screenshot();
+      fs.writeFileSync(screenshot, png);
+      const img = PNG.sync.read(png);
+      const colours = new Set();
+      for (let i = 0; i < img.data.length; i += 4) {
+        colours.add((img.data[i] << 16) | (img.data[i + 1] << 8) | img.data[i + 2]);
+      }
+      console.log(`screenshot ${screenshot}: ${img.width}x${img.height}, ${colours.size} distinct colours`);
+      if (colours.size < 50) fail(`the screenshot looks blank (${colours.size} distinct colours)`);
+    }
+    await page.close();
+  }
+} catch (e) {
+  fail(e.message ?? String(e));
+} finally {
+  await browser.close();
+  server.close();
+}
+process.exit(failed ? 1 : 0);
