@@ -31,3 +31,8 @@ pub use kernel::{HostArgs, Kernel};
 pub use runtime::Stats;
 pub use runtime::lower::Strategy;
 pub use types::{Access, DType, Scalar};
+
+/// The README's example, compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctest;

@@ -269,69 +269,104 @@ fn partition(loops: &[Rc<LoopRecord>], env: &FuseEnv, data_ids: &[u64]) -> Cache
 }
 
 /// Splits a group (loop indices in program order) where one shader cannot hold it: a Const or
-/// kernel name with two meanings, or more storage buffers than allowed.
+/// function name with two meanings, or more storage buffers than allowed.
 fn split_incompatible(
     loops: &[Rc<LoopRecord>],
     idx: Vec<usize>,
     max_storage: usize,
 ) -> Vec<Vec<usize>> {
     let mut out: Vec<Vec<usize>> = Vec::new();
-    let mut cur: Vec<usize> = Vec::new();
+    let mut cur = Shader::default();
+    let mut members: Vec<usize> = Vec::new();
     for l in idx {
-        let mut trial = cur.clone();
-        trial.push(l);
-        if !cur.is_empty() && !fits(loops, &trial, max_storage) {
-            out.push(std::mem::take(&mut cur));
+        if !members.is_empty() && !cur.fits(&loops[l], max_storage) {
+            out.push(std::mem::take(&mut members));
+            cur = Shader::default();
         }
-        cur.push(l);
+        cur.add(&loops[l]);
+        members.push(l);
     }
-    if !cur.is_empty() {
-        out.push(cur);
+    if !members.is_empty() {
+        out.push(members);
     }
     out
 }
 
-fn fits(loops: &[Rc<LoopRecord>], idx: &[usize], max_storage: usize) -> bool {
-    let mut consts: HashMap<&str, &crate::data::ConstValue> = HashMap::new();
-    // Each function name must come from one WGSL source.
-    let mut functions: HashMap<&str, Option<&str>> = HashMap::new();
-    let mut buffers: BTreeSet<u64> = BTreeSet::new();
-    let mut extra = 0;
-    for &l in idx {
-        let lp = &loops[l];
+/// What a shader under construction holds, to tell whether one more loop fits.
+#[derive(Default)]
+struct Shader<'a> {
+    consts: HashMap<&'a str, &'a crate::data::ConstValue>,
+    /// Each function name must come from one WGSL source.
+    functions: HashMap<&'a str, Option<&'a str>>,
+    buffers: BTreeSet<u64>,
+    /// A plan or subset buffer.
+    extra: bool,
+    /// A scratch buffer for Global reductions.
+    scratch: bool,
+}
+
+/// The function names a loop's kernel brings (its own name and those its source defines).
+fn functions(lp: &LoopRecord) -> Vec<&str> {
+    let mut names = vec![lp.kernel.name()];
+    names.extend(
+        lp.kernel
+            .wgsl()
+            .map(crate::kernel::functions_defined)
+            .unwrap_or_default(),
+    );
+    names
+}
+
+/// Storage buffers a loop binds: Dats and Globals, and Maps (tagged apart).
+fn buffer_ids(lp: &LoopRecord) -> impl Iterator<Item = u64> + '_ {
+    lp.args
+        .iter()
+        .flat_map(|a| std::iter::once(a.data.id).chain(a.map().map(|m| m.id() | 1 << 63)))
+}
+
+fn needs_extra(lp: &LoopRecord) -> bool {
+    lp.args.iter().any(|a| a.races()) || lp.space.subset().is_some()
+}
+
+fn needs_scratch(lp: &LoopRecord) -> bool {
+    lp.args
+        .iter()
+        .any(|a| matches!(a.via, Via::Global) && a.access.is_reduction())
+}
+
+impl<'a> Shader<'a> {
+    /// Whether the shader can also hold `lp`.
+    fn fits(&self, lp: &LoopRecord, max_storage: usize) -> bool {
+        let src = lp.kernel.wgsl();
+        let consts_ok = lp
+            .consts
+            .iter()
+            .all(|(n, v)| self.consts.get(n.as_str()).is_none_or(|old| *old == v));
+        let functions_ok = functions(lp)
+            .into_iter()
+            .all(|f| self.functions.get(f).is_none_or(|old| *old == src));
+        let new: BTreeSet<u64> = buffer_ids(lp)
+            .filter(|id| !self.buffers.contains(id))
+            .collect();
+        let total = self.buffers.len()
+            + new.len()
+            + usize::from(self.extra || needs_extra(lp))
+            + usize::from(self.scratch || needs_scratch(lp));
+        consts_ok && functions_ok && total <= max_storage
+    }
+
+    fn add(&mut self, lp: &'a LoopRecord) {
         for (n, v) in &lp.consts {
-            if consts.insert(n, v).is_some_and(|old| old != v) {
-                return false;
-            }
+            self.consts.insert(n, v);
         }
         let src = lp.kernel.wgsl();
-        let mut names = vec![lp.kernel.name()];
-        names.extend(
-            src.map(crate::kernel::functions_defined)
-                .unwrap_or_default(),
-        );
-        for name in names {
-            if functions.insert(name, src).is_some_and(|old| old != src) {
-                return false;
-            }
+        for f in functions(lp) {
+            self.functions.insert(f, src);
         }
-        for a in &lp.args {
-            buffers.insert(a.data.id);
-            if let Some(m) = a.map() {
-                buffers.insert(m.id() | 1 << 63);
-            }
-        }
-        if lp.args.iter().any(|a| a.races()) || lp.space.subset().is_some() {
-            extra = 1;
-        }
+        self.buffers.extend(buffer_ids(lp));
+        self.extra |= needs_extra(lp);
+        self.scratch |= needs_scratch(lp);
     }
-    let scratch = usize::from(idx.iter().any(|&l| {
-        loops[l]
-            .args
-            .iter()
-            .any(|a| matches!(a.via, Via::Global) && a.access.is_reduction())
-    }));
-    buffers.len() + extra + scratch <= max_storage
 }
 
 fn describe(

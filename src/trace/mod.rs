@@ -134,14 +134,11 @@ pub struct Reason {
     pub mask: u8,
 }
 
-/// The pending computations and their DAG.
+/// The pending computations, in program order. Their DAG follows from the read/write sets; it
+/// is built when asked for (`edges`, `to_dot`), since evaluating needs only the sets.
 #[derive(Default)]
 pub struct Trace {
     pending: Vec<Rc<LoopRecord>>,
-    /// Direct (non-implied) predecessors of each pending computation, by seq.
-    deps: Vec<Vec<u64>>,
-    /// Every pending ancestor of each pending computation (for dropping implied edges).
-    ancestors: Vec<BTreeSet<u64>>,
     next_seq: u64,
 }
 
@@ -167,25 +164,9 @@ impl Trace {
         &self.pending
     }
 
-    /// Appends a computation, linking it to the pending ones it depends on; an edge implied by
-    /// a path through a newer dependency is not kept.
+    /// Appends a computation.
     pub fn record(&mut self, rec: Rc<LoopRecord>) {
-        let mut deps = Vec::new();
-        let mut covered: BTreeSet<u64> = BTreeSet::new();
-        for (k, c) in self.pending.iter().enumerate().rev() {
-            if covered.contains(&c.seq) {
-                continue;
-            }
-            if conflict(&rec.reads, &rec.writes, c).is_some() {
-                deps.push(c.seq);
-                covered.insert(c.seq);
-                covered.extend(self.ancestors[k].iter().copied());
-            }
-        }
-        deps.reverse();
         self.pending.push(rec);
-        self.deps.push(deps);
-        self.ancestors.push(covered);
     }
 
     /// Removes and returns (oldest first) the computations needed to bring `reads` up to date
@@ -238,31 +219,13 @@ impl Trace {
     fn take(&mut self, selected: Vec<Option<Reason>>) -> Vec<(Rc<LoopRecord>, Reason)> {
         let mut out = Vec::new();
         let mut keep = Vec::new();
-        let mut keep_deps = Vec::new();
-        let mut keep_anc = Vec::new();
-        let pending = std::mem::take(&mut self.pending);
-        let deps = std::mem::take(&mut self.deps);
-        let anc = std::mem::take(&mut self.ancestors);
-        for (((c, d), a), s) in pending.into_iter().zip(deps).zip(anc).zip(selected) {
+        for (c, s) in std::mem::take(&mut self.pending).into_iter().zip(selected) {
             match s {
                 Some(reason) => out.push((c, reason)),
-                None => {
-                    keep.push(c);
-                    keep_deps.push(d);
-                    keep_anc.push(a);
-                }
+                None => keep.push(c),
             }
         }
-        let gone: BTreeSet<u64> = out.iter().map(|(c, _)| c.seq).collect();
-        for d in keep_deps.iter_mut() {
-            d.retain(|s| !gone.contains(s));
-        }
-        for a in keep_anc.iter_mut() {
-            a.retain(|s| !gone.contains(s));
-        }
         self.pending = keep;
-        self.deps = keep_deps;
-        self.ancestors = keep_anc;
         out
     }
 
@@ -292,12 +255,38 @@ impl Trace {
         dead
     }
 
+    /// The DAG of the pending computations: for each, its direct dependencies (indices into
+    /// `pending`), without the edges implied by a path through a newer dependency.
+    fn dag(&self) -> Vec<Vec<usize>> {
+        let n = self.pending.len();
+        let mut ancestors: Vec<Vec<bool>> = Vec::with_capacity(n);
+        let mut deps = Vec::with_capacity(n);
+        for (k, c) in self.pending.iter().enumerate() {
+            let mut covered = vec![false; n];
+            let mut direct = Vec::new();
+            for j in (0..k).rev() {
+                if !covered[j] && conflict(&c.reads, &c.writes, &self.pending[j]).is_some() {
+                    direct.push(j);
+                    covered[j] = true;
+                    for (a, &anc) in ancestors[j].iter().enumerate() {
+                        covered[a] |= anc;
+                    }
+                }
+            }
+            direct.reverse();
+            ancestors.push(covered);
+            deps.push(direct);
+        }
+        deps
+    }
+
     /// The direct dependencies of pending computations as (from seq, to seq) pairs.
     pub fn edges(&self) -> Vec<(u64, u64)> {
-        self.pending
+        self.dag()
             .iter()
-            .zip(&self.deps)
-            .flat_map(|(c, d)| d.iter().map(move |&p| (p, c.seq)))
+            .enumerate()
+            .flat_map(|(k, d)| d.iter().map(move |&j| (j, k)))
+            .map(|(j, k)| (self.pending[j].seq, self.pending[k].seq))
             .collect()
     }
 
@@ -306,6 +295,7 @@ impl Trace {
         let mut s =
             String::from("digraph trace {\n  top [label=\"top\"];\n  bot [label=\"bot\"];\n");
         let mut has_succ: BTreeSet<u64> = BTreeSet::new();
+        let dag = self.dag();
         for c in &self.pending {
             let _ = writeln!(
                 s,
@@ -315,12 +305,13 @@ impl Trace {
                 "core,owned"
             );
         }
-        for (c, d) in self.pending.iter().zip(&self.deps) {
+        for (c, d) in self.pending.iter().zip(&dag) {
             if d.is_empty() {
                 let _ = writeln!(s, "  top -> c{};", c.seq);
             }
-            for p in d {
-                has_succ.insert(*p);
+            for &j in d {
+                let p = self.pending[j].seq;
+                has_succ.insert(p);
                 let _ = writeln!(s, "  c{p} -> c{};", c.seq);
             }
         }

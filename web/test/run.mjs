@@ -68,31 +68,34 @@ async function run(query, timeoutMs) {
   return { page, result: await result };
 }
 
+// Saves the canvas as a PNG and fails if it is blank (too few distinct colours).
+async function checkScreenshot(page) {
+  await page.waitForTimeout(300);
+  const png = await page.locator("canvas").screenshot();
+  fs.writeFileSync(screenshot, png);
+  const img = PNG.sync.read(png);
+  const colours = new Set();
+  for (let i = 0; i < img.data.length; i += 4) {
+    colours.add((img.data[i] << 16) | (img.data[i + 1] << 8) | img.data[i + 2]);
+  }
+  console.log(`screenshot ${screenshot}: ${img.width}x${img.height}, ${colours.size} distinct colours`);
+  if (colours.size < 50) fail(`the screenshot looks blank (${colours.size} distinct colours)`);
+}
+
 try {
   const { page, result } = await run(`test=1&n=${n}&steps=${steps}`, 180_000);
   const rel = Math.abs(result.checksum - expected) / Math.abs(expected);
   console.log(`browser (${result.adapter}): checksum ${result.checksum} after ${result.steps} steps ` +
     `on ${n}x${n}; native ${expected}; relative difference ${rel.toExponential(2)}`);
   if (!(rel <= 1e-4)) fail(`checksum differs from the native run by ${rel}`);
+  await checkScreenshot(page);
   await page.close();
 
   for (const bn of benchNs) {
     const { page, result } = await run(`bench=1&n=${bn}&steps=${args["bench-steps"] ?? 300}`, 600_000);
     console.log(`bench: n = ${bn}: ${result.stepsPerSecond.toFixed(1)} steps/s ` +
       `(${result.steps} steps, ${result.perFrame} per frame, ${result.adapter})`);
-    if (bn === benchNs[0]) {
-      await page.waitForTimeout(500); // let the compositor show the last frame
-      if (args.fullpage) await page.screenshot({ path: args.fullpage });
-      const png = await page.locator("canvas").screenshot();
-      fs.writeFileSync(screenshot, png);
-      const img = PNG.sync.read(png);
-      const colours = new Set();
-      for (let i = 0; i < img.data.length; i += 4) {
-        colours.add((img.data[i] << 16) | (img.data[i + 1] << 8) | img.data[i + 2]);
-      }
-      console.log(`screenshot ${screenshot}: ${img.width}x${img.height}, ${colours.size} distinct colours`);
-      if (colours.size < 50) fail(`the screenshot looks blank (${colours.size} distinct colours)`);
-    }
+    if (bn === benchNs[0]) await checkScreenshot(page);
     await page.close();
   }
 } catch (e) {
