@@ -158,7 +158,7 @@ fn plot(path: &str, rows: &[Row], adapter: &str) -> Result<(), Box<dyn std::erro
         .margin(15)
         .x_label_area_size(40)
         .y_label_area_size(250)
-        .build_cartesian_2d(0.0..top, (0..n).into_segmented())?;
+        .build_cartesian_2d(0.0..top, (0..n - 1).into_segmented())?;
     chart
         .configure_mesh()
         .disable_y_mesh()
