@@ -55,7 +55,11 @@ fn minus(tmp: ptr<function, array<f32, 1>>, phi: ptr<function, array<f32, 1>>) {
 
 fn run_temporaries(n: usize, fusion: bool) -> (f64, f64, u64, String) {
     use parloop::Kernel;
-    let ctx = Context::with_config(Config { fusion, ..Config::from_env() }).expect("an adapter");
+    let ctx = Context::with_config(Config {
+        fusion,
+        ..Config::from_env()
+    })
+    .expect("an adapter");
     let w = Wave::new(&ctx, n, 0.001).unwrap();
     let half = Kernel::new("half_dt_p", TEMP_KERNELS);
     let minus = Kernel::new("minus", TEMP_KERNELS);
@@ -71,8 +75,18 @@ fn run_temporaries(n: usize, fusion: bool) -> (f64, f64, u64, String) {
         };
         phi_half();
         ctx.par_loop(&zero, v, &[w.t1.write()]).unwrap();
-        ctx.par_loop(&stiffness, c, &[w.coords.all(&w.c2v).read(), w.phi.all(&w.c2v).read(), w.t1.all(&w.c2v).inc()]).unwrap();
-        ctx.par_loop(&p_update, v, &[w.t1.read(), w.mass.read(), w.p.rw()]).unwrap();
+        ctx.par_loop(
+            &stiffness,
+            c,
+            &[
+                w.coords.all(&w.c2v).read(),
+                w.phi.all(&w.c2v).read(),
+                w.t1.all(&w.c2v).inc(),
+            ],
+        )
+        .unwrap();
+        ctx.par_loop(&p_update, v, &[w.t1.read(), w.mass.read(), w.p.rw()])
+            .unwrap();
         phi_half();
     };
     let steps = |k: usize| {
@@ -92,7 +106,12 @@ fn run_temporaries(n: usize, fusion: bool) -> (f64, f64, u64, String) {
     let secs = t.elapsed().as_secs_f64();
     let after = ctx.stats();
     let explain = ctx.explain();
-    let eph = explain.lines().find(|l| l.contains("ephemeral")).unwrap_or("").trim().to_string();
+    let eph = explain
+        .lines()
+        .find(|l| l.contains("ephemeral"))
+        .unwrap_or("")
+        .trim()
+        .to_string();
     (
         secs / STEPS as f64,
         (after.dispatches - before.dispatches) as f64 / STEPS as f64,
@@ -139,8 +158,12 @@ fn main() {
         "\nGrouping of the last force (fused, 400x400, hierarchical): {}",
         rows.last().map_or("", |r| r.2.4.as_str())
     );
-    println!("\nThe step with per-step temporaries (phi's half updates through a temporary Dat made and dropped each step), auto strategy:\n");
-    println!("| mesh | fused: dispatches/step | unfused | fused: ms/step | unfused | speed-up | data bytes (fused / unfused) |");
+    println!(
+        "\nThe step with per-step temporaries (phi's half updates through a temporary Dat made and dropped each step), auto strategy:\n"
+    );
+    println!(
+        "| mesh | fused: dispatches/step | unfused | fused: ms/step | unfused | speed-up | data bytes (fused / unfused) |"
+    );
     println!("|---|---:|---:|---:|---:|---:|---:|");
     let mut note = String::new();
     for n in [100usize, 400] {
@@ -148,7 +171,13 @@ fn main() {
         let u = run_temporaries(n, false);
         println!(
             "| {n}x{n} | {:.2} | {:.2} | {:.3} | {:.3} | {:.2}x | {} / {} |",
-            f.1, u.1, f.0 * 1e3, u.0 * 1e3, u.0 / f.0, f.2, u.2
+            f.1,
+            u.1,
+            f.0 * 1e3,
+            u.0 * 1e3,
+            u.0 / f.0,
+            f.2,
+            u.2
         );
         note = f.3;
     }

@@ -612,3 +612,61 @@ fn atomics_strategy_needs_float_atomics() {
         );
     }
 }
+
+/// A set of more than 2^16 elements with arbitrary (non-integer) increments: each colouring
+/// strategy gives the same bits when run twice; every strategy agrees with a double-precision
+/// reference to 1e-5 relative (max norm), atomics included (their order of additions varies).
+#[test]
+fn strategies_agree_on_a_large_set_and_colouring_is_reproducible() {
+    let probe = ctx();
+    let n = 70_000; // > 2^16
+    let cells = Set::new("cells", n);
+    let nodes = Set::new("nodes", 20_000);
+    let m = random_map("c2n", &cells, &nodes, 3, 21);
+    let mut rng = Rng::new(5);
+    let w: Vec<f32> = (0..n).map(|_| rng.unit() as f32 - 0.25).collect();
+    let mut expect = vec![0f64; 20_000];
+    for e in 0..n {
+        for j in 0..3 {
+            expect[m.values()[e * 3 + j] as usize] += w[e] as f64 * (j + 1) as f64;
+        }
+    }
+    let scale = expect.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    let k = Kernel::new(
+        "spread",
+        "fn spread(w: ptr<function, array<f32, 1>>, v: ptr<function, array<f32, 3>>) { \
+         for (var j = 0; j < 3; j++) { (*v)[j] += (*w)[0] * f32(j + 1); } }",
+    );
+    let run = |strategy: Strategy, staging: Staging| -> Vec<f32> {
+        let ctx = ctx_with(Config {
+            strategy,
+            staging,
+            ..Config::from_env()
+        });
+        let wd = ctx.dat("w", &cells, 1, &w).unwrap();
+        let acc = ctx.dat_zeros::<f32>("acc", &nodes, 1).unwrap();
+        ctx.par_loop(&k, &cells, &[wd.read(), acc.all(&m).inc()])
+            .unwrap();
+        acc.data_ro().unwrap().to_vec()
+    };
+    for (strategy, staging) in strategies(&probe) {
+        let first = run(strategy, staging);
+        let worst = first
+            .iter()
+            .zip(&expect)
+            .fold(0.0f64, |a, (g, e)| a.max((*g as f64 - e).abs()));
+        assert!(
+            worst / scale < 1e-5,
+            "{strategy:?}/{staging:?}: {:e}",
+            worst / scale
+        );
+        if strategy != Strategy::Atomics && strategy != Strategy::Cas {
+            let second = run(strategy, staging);
+            let same = first
+                .iter()
+                .zip(&second)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "{strategy:?}/{staging:?} is not bit-reproducible");
+        }
+    }
+}

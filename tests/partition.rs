@@ -321,3 +321,48 @@ fn node_spec_builder_matches_the_json_defaults() {
     assert_eq!(from_json.nodes[0].cached, built.nodes[0].cached);
     assert_eq!(from_json.keys[0].target, "default");
 }
+
+/// `parloop partition` on bad input: exit code 2, the message on stderr, nothing on stdout; on
+/// good input, the documented JSON.
+#[test]
+fn cli_reports_bad_graphs_with_exit_code_2() {
+    let exe = env!("CARGO_BIN_EXE_parloop");
+    let dir = std::env::temp_dir().join(format!("parloop-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("cycle.json");
+    std::fs::write(&bad, r#"{"nodes": [{"id": "a", "location": "x", "needs": ["b"]}, {"id": "b", "location": "x", "needs": ["a"]}]}"#).unwrap();
+    let out = std::process::Command::new(exe)
+        .args(["partition"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("dependency cycle") && err.contains("a") && err.contains("b"),
+        "{err}"
+    );
+
+    let good = format!("{}/tests/partition/case7.json", env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new(exe)
+        .args(["partition", &good, "--algorithm", "exact"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["loops"].as_array().unwrap().len(), 3);
+    assert_eq!(v["lower_bound"], 3);
+    assert_eq!(v["optimal"], true);
+    assert_eq!(v["algorithm"], "exact");
+    let first = &v["loops"][0];
+    assert_eq!(
+        (first["location"].as_str(), first["target"].as_str()),
+        (Some("El"), Some("default"))
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

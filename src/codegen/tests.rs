@@ -261,3 +261,10 @@ fn reductions_validate_for_every_type_and_access() {
         }
     }
 }
+
+/// The browser demo's render shader (shaders/render.wgsl) validates too.
+#[test]
+fn render_shader_validates() {
+    let src = include_str!("../../shaders/render.wgsl");
+    validate(src, Capabilities::empty()).unwrap_or_else(|e| panic!("{e}"));
+}

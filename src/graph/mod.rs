@@ -153,7 +153,13 @@ fn best(c: &Constraints, lb: usize, opts: &Options) -> (Schedule, Algorithm, boo
         }
     }
     if heuristic.0.loops() == lb {
-        return (heuristic.0, heuristic.1, true, None);
+        // Proven by the bound: with `exact` asked for, that is the exact answer.
+        let algorithm = if opts.algorithm == Algorithm::Exact {
+            Algorithm::Exact
+        } else {
+            heuristic.1
+        };
+        return (heuristic.0, algorithm, true, None);
     }
     if c.len() > opts.budget.max_nodes {
         let note = (opts.algorithm == Algorithm::Exact).then(|| {

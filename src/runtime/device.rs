@@ -207,20 +207,21 @@ pub async fn open(choice: &AdapterChoice) -> Result<Gpu> {
 }
 
 fn no_adapter(choice: &AdapterChoice, found: &[String]) -> Error {
+    if cfg!(target_arch = "wasm32") {
+        return Error::Adapter(
+            "this browser offers no WebGPU adapter (navigator.gpu.requestAdapter() found none): \
+             enable WebGPU (Chromium: chrome://flags/#enable-unsafe-webgpu, or start it with \
+             --enable-unsafe-webgpu) or use a browser and GPU driver that support it"
+                .into(),
+        );
+    }
     let found = if found.is_empty() {
         "none".to_string()
     } else {
         found.join(", ")
     };
-    let hint = if cfg!(target_arch = "wasm32") {
-        "this browser offers no WebGPU adapter: use a browser with WebGPU enabled \
-         (Chromium: --enable-unsafe-webgpu)"
-            .to_string()
-    } else {
-        "a software adapter comes with Mesa: `apt-get install mesa-vulkan-drivers libvulkan1` \
-         (Vulkan lavapipe) or `apt-get install libgl1-mesa-dri libegl-mesa0` (OpenGL llvmpipe)"
-            .to_string()
-    };
+    let hint = "a software adapter comes with Mesa: `apt-get install mesa-vulkan-drivers libvulkan1` \
+                (Vulkan lavapipe) or `apt-get install libgl1-mesa-dri libegl-mesa0` (OpenGL llvmpipe)";
     Error::Adapter(format!(
         "no GPU adapter matches PARLOOP_ADAPTER={choice:?} on backends {:?} (adapters with \
          compute shaders found: {found}); {hint}",

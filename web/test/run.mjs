@@ -98,6 +98,27 @@ try {
     if (bn === benchNs[0]) await checkScreenshot(page);
     await page.close();
   }
+  // Without --enable-unsafe-webgpu this Chromium has navigator.gpu but no adapter: the page
+  // must say so, clearly.
+  const plain = await chromium.launch({
+    executablePath: chromiumPath,
+    headless: true,
+    args: ["--no-sandbox", "--disable-background-networking", "--disable-component-update",
+      "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage"],
+  });
+  try {
+    const page = await plain.newPage();
+    await page.goto(`${base}/index.html`);
+    const message = page.locator("#message");
+    await message.waitFor({ state: "visible", timeout: 60_000 });
+    const text = await message.textContent();
+    console.log(`without WebGPU the page says: ${text}`);
+    if (!/WebGPU/.test(text) || !/(no WebGPU adapter|has no WebGPU)/.test(text)) {
+      fail(`unclear message without WebGPU: ${text}`);
+    }
+  } finally {
+    await plain.close();
+  }
 } catch (e) {
   fail(e.message ?? String(e));
 } finally {
