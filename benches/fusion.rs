@@ -9,21 +9,25 @@ mod common;
 
 use parloop::apps::wave::Wave;
 use parloop::{Config, Context};
+use std::cell::RefCell;
 
 const STEPS: usize = 200;
 const PER_FORCE: usize = 10;
 
-fn run(n: usize, fusion: bool, strategy: parloop::Strategy) -> (String, f64, f64, u64, String) {
-    let ctx = Context::with_config(Config {
-        fusion,
-        strategy,
-        ..Config::from_env()
-    })
-    .expect("an adapter");
-    let mut w = Wave::new(&ctx, n, 0.001).unwrap();
+/// What one configuration measured.
+struct Measured {
+    ms_per_step: f64,
+    dispatches_per_step: f64,
+    data_bytes: u64,
+    explain: String,
+}
+
+/// Runs `step` PER_FORCE times per force: a warm-up, then STEPS timed steps ended by `finish`
+/// (a readback, so that the GPU's work is inside the time).
+fn measure(ctx: &Context, mut step: impl FnMut(), finish: impl Fn()) -> Measured {
     let mut steps = |k: usize| {
         for s in 0..k {
-            w.step().unwrap();
+            step();
             if s % PER_FORCE == PER_FORCE - 1 {
                 ctx.flush().unwrap();
             }
@@ -34,15 +38,36 @@ fn run(n: usize, fusion: bool, strategy: parloop::Strategy) -> (String, f64, f64
     let before = ctx.stats();
     let t = std::time::Instant::now();
     steps(STEPS);
-    let _ = w.p.data_ro().unwrap();
+    finish();
     let secs = t.elapsed().as_secs_f64();
     let after = ctx.stats();
-    (
-        ctx.adapter(),
-        secs / STEPS as f64,
-        (after.dispatches - before.dispatches) as f64 / STEPS as f64,
-        after.data_bytes,
-        ctx.explain().lines().next().unwrap_or("").to_string(),
+    Measured {
+        ms_per_step: secs * 1e3 / STEPS as f64,
+        dispatches_per_step: (after.dispatches - before.dispatches) as f64 / STEPS as f64,
+        data_bytes: after.data_bytes,
+        explain: ctx.explain(),
+    }
+}
+
+fn context(fusion: bool, strategy: parloop::Strategy) -> Context {
+    Context::with_config(Config {
+        fusion,
+        strategy,
+        ..Config::from_env()
+    })
+    .expect("an adapter")
+}
+
+/// The wave step as the demo records it.
+fn run(n: usize, fusion: bool, strategy: parloop::Strategy) -> Measured {
+    let ctx = context(fusion, strategy);
+    let w = RefCell::new(Wave::new(&ctx, n, 0.001).unwrap());
+    measure(
+        &ctx,
+        || w.borrow_mut().step().unwrap(),
+        || {
+            let _ = w.borrow().p.data_ro().unwrap();
+        },
     )
 }
 
@@ -53,82 +78,48 @@ fn half_dt_p(p: ptr<function, array<f32, 1>>, tmp: ptr<function, array<f32, 1>>)
 fn minus(tmp: ptr<function, array<f32, 1>>, phi: ptr<function, array<f32, 1>>) { (*phi)[0] -= (*tmp)[0]; }
 ";
 
-fn run_temporaries(n: usize, fusion: bool) -> (f64, f64, u64, String) {
+fn run_temporaries(n: usize, fusion: bool) -> Measured {
     use parloop::Kernel;
-    let ctx = Context::with_config(Config {
-        fusion,
-        ..Config::from_env()
-    })
-    .expect("an adapter");
+    let ctx = context(fusion, parloop::Strategy::Auto);
     let w = Wave::new(&ctx, n, 0.001).unwrap();
-    let half = Kernel::new("half_dt_p", TEMP_KERNELS);
-    let minus = Kernel::new("minus", TEMP_KERNELS);
-    let zero = Kernel::new("zero", parloop::apps::wave::KERNELS);
-    let stiffness = Kernel::new("stiffness", parloop::apps::wave::KERNELS);
-    let p_update = Kernel::new("p_update", parloop::apps::wave::KERNELS);
+    let kernel = |name: &str, src: &str| Kernel::new(name, src);
+    let (half, minus) = (
+        kernel("half_dt_p", TEMP_KERNELS),
+        kernel("minus", TEMP_KERNELS),
+    );
+    let zero = kernel("zero", parloop::apps::wave::KERNELS);
+    let stiffness = kernel("stiffness", parloop::apps::wave::KERNELS);
+    let p_update = kernel("p_update", parloop::apps::wave::KERNELS);
     let (v, c) = (&w.vertices, &w.cells);
+    let phi_half = || {
+        let tmp = ctx.dat_zeros::<f32>("tmp", v, 1).unwrap();
+        ctx.par_loop(&half, v, &[w.p.read(), tmp.write()]).unwrap();
+        ctx.par_loop(&minus, v, &[tmp.read(), w.phi.rw()]).unwrap();
+    };
     let step = || {
-        let phi_half = || {
-            let tmp = ctx.dat_zeros::<f32>("tmp", v, 1).unwrap();
-            ctx.par_loop(&half, v, &[w.p.read(), tmp.write()]).unwrap();
-            ctx.par_loop(&minus, v, &[tmp.read(), w.phi.rw()]).unwrap();
-        };
         phi_half();
         ctx.par_loop(&zero, v, &[w.t1.write()]).unwrap();
-        ctx.par_loop(
-            &stiffness,
-            c,
-            &[
-                w.coords.all(&w.c2v).read(),
-                w.phi.all(&w.c2v).read(),
-                w.t1.all(&w.c2v).inc(),
-            ],
-        )
-        .unwrap();
+        let args = [
+            w.coords.all(&w.c2v).read(),
+            w.phi.all(&w.c2v).read(),
+            w.t1.all(&w.c2v).inc(),
+        ];
+        ctx.par_loop(&stiffness, c, &args).unwrap();
         ctx.par_loop(&p_update, v, &[w.t1.read(), w.mass.read(), w.p.rw()])
             .unwrap();
         phi_half();
     };
-    let steps = |k: usize| {
-        for s in 0..k {
-            step();
-            if s % PER_FORCE == PER_FORCE - 1 {
-                ctx.flush().unwrap();
-            }
-        }
-        ctx.flush().unwrap();
-    };
-    steps(2 * PER_FORCE);
-    let before = ctx.stats();
-    let t = std::time::Instant::now();
-    steps(STEPS);
-    let _ = w.p.data_ro().unwrap();
-    let secs = t.elapsed().as_secs_f64();
-    let after = ctx.stats();
-    let explain = ctx.explain();
-    let eph = explain
-        .lines()
-        .find(|l| l.contains("ephemeral"))
-        .unwrap_or("")
-        .trim()
-        .to_string();
-    (
-        secs / STEPS as f64,
-        (after.dispatches - before.dispatches) as f64 / STEPS as f64,
-        after.data_bytes,
-        eph,
-    )
+    measure(&ctx, step, || {
+        let _ = w.p.data_ro().unwrap();
+    })
 }
 
 fn main() {
-    let mut adapter = String::new();
+    let adapter = context(true, parloop::Strategy::Auto).adapter();
     let mut rows = Vec::new();
     for n in [100usize, 400] {
         for strategy in [parloop::Strategy::Auto, parloop::Strategy::Hierarchical] {
-            let fused = run(n, true, strategy);
-            let plain = run(n, false, strategy);
-            adapter = fused.0.clone();
-            rows.push((n, strategy, fused, plain));
+            rows.push((n, strategy, run(n, true, strategy), run(n, false, strategy)));
         }
     }
     common::header(
@@ -145,19 +136,21 @@ fn main() {
             "| {n}x{n} ({} triangles) | {} | {:.2} | {:.2} | {:.3} | {:.3} | {:.2}x | {} / {} |",
             2 * n * n,
             strategy.name(),
-            f.2,
-            u.2,
-            f.1 * 1e3,
-            u.1 * 1e3,
-            u.1 / f.1,
-            f.3,
-            u.3
+            f.dispatches_per_step,
+            u.dispatches_per_step,
+            f.ms_per_step,
+            u.ms_per_step,
+            u.ms_per_step / f.ms_per_step,
+            f.data_bytes,
+            u.data_bytes
         );
     }
-    println!(
-        "\nGrouping of the last force (fused, 400x400, hierarchical): {}",
-        rows.last().map_or("", |r| r.2.4.as_str())
-    );
+    if let Some((_, _, f, _)) = rows.last() {
+        println!(
+            "\nGrouping of the last force (fused, 400x400, hierarchical): {}",
+            f.explain.lines().next().unwrap_or("")
+        );
+    }
     println!(
         "\nThe step with per-step temporaries (phi's half updates through a temporary Dat made and dropped each step), auto strategy:\n"
     );
@@ -167,19 +160,24 @@ fn main() {
     println!("|---|---:|---:|---:|---:|---:|---:|");
     let mut note = String::new();
     for n in [100usize, 400] {
-        let f = run_temporaries(n, true);
-        let u = run_temporaries(n, false);
+        let (f, u) = (run_temporaries(n, true), run_temporaries(n, false));
         println!(
             "| {n}x{n} | {:.2} | {:.2} | {:.3} | {:.3} | {:.2}x | {} / {} |",
-            f.1,
-            u.1,
-            f.0 * 1e3,
-            u.0 * 1e3,
-            u.0 / f.0,
-            f.2,
-            u.2
+            f.dispatches_per_step,
+            u.dispatches_per_step,
+            f.ms_per_step,
+            u.ms_per_step,
+            u.ms_per_step / f.ms_per_step,
+            f.data_bytes,
+            u.data_bytes
         );
-        note = f.3;
+        note = f
+            .explain
+            .lines()
+            .find(|l| l.contains("ephemeral"))
+            .unwrap_or("")
+            .trim()
+            .to_string();
     }
     println!("\nexplain() of the fused runs: {note}");
 }

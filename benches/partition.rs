@@ -5,6 +5,8 @@
 
 #[path = "common.rs"]
 mod common;
+#[path = "../tests/partition/seed_cases.rs"]
+mod seed_cases;
 
 use parloop::graph::generate::moose_like;
 use parloop::graph::{Algorithm, Graph, Options, is_valid, partition};
@@ -52,18 +54,7 @@ fn main() {
     println!("| case | optimum | best | exact | list | moose | tvm |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/partition");
-    for (name, optimum) in [
-        ("case1", 2),
-        ("case1b", 4),
-        ("case2", 3),
-        ("case3", 3),
-        ("case4", 4),
-        ("case5a", 5),
-        ("case5b", 5),
-        ("case6", 2),
-        ("case7", 3),
-        ("counterexample", 3),
-    ] {
+    for (name, optimum) in seed_cases::SEED_CASES {
         let text = std::fs::read_to_string(format!("{dir}/{name}.json")).expect("case file");
         let g = Graph::from_json(&text).expect("valid case");
         let counts: Vec<String> = Algorithm::ALL

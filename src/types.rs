@@ -79,6 +79,15 @@ pub enum Access {
 pub use Access::{Inc as INC, Max as MAX, Min as MIN, Read as READ, Rw as RW, Write as WRITE};
 
 impl Access {
+    pub const ALL: [Access; 6] = [
+        Access::Read,
+        Access::Write,
+        Access::Rw,
+        Access::Inc,
+        Access::Min,
+        Access::Max,
+    ];
+
     /// In the read set of the dependency rule (INC counts as read and write).
     pub fn reads(self) -> bool {
         matches!(self, Access::Read | Access::Rw | Access::Inc)

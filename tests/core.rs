@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{ctx, ctx_with, random_map, small_ints};
+use common::{ctx, ctx_with, random_map, small_ints, strategies};
 use parloop::util::Rng;
 use parloop::*;
 
@@ -27,14 +27,7 @@ fn direct_loops_of_every_access_mode_and_type() {
     let a: Vec<i64> = (0..n * 2).map(|_| rng.below(100) as i64).collect();
     let o: Vec<i64> = (0..n * 2).map(|_| rng.below(100) as i64).collect();
     for t in ["f32", "u32", "i32"] {
-        for access in [
-            Access::Read,
-            Access::Write,
-            Access::Rw,
-            Access::Inc,
-            Access::Min,
-            Access::Max,
-        ] {
+        for access in Access::ALL {
             let body = match access {
                 // READ: the kernel may not change o; writing it anyway must not reach memory.
                 Access::Read => "(*a)[i] = (*o)[i];",
@@ -148,20 +141,6 @@ fn indirect_reads_through_maps_of_arity_1_to_4() {
 const SCATTER: &str = "fn scatter(w: ptr<function, array<f32, 3>>, a: ptr<function, array<f32, 3>>, \
                        b: ptr<function, array<f32, 3>>) {\n    \
                        for (var c = 0; c < 3; c++) { (*a)[c] += (*w)[c]; (*b)[c] += 2.0 * (*w)[c]; }\n}\n";
-
-fn strategies(ctx: &Context) -> Vec<(Strategy, Staging)> {
-    let mut s = vec![
-        (Strategy::Hierarchical, Staging::Inc),
-        (Strategy::Hierarchical, Staging::All),
-        (Strategy::Hierarchical, Staging::None),
-        (Strategy::GlobalColour, Staging::Inc),
-        (Strategy::Cas, Staging::Inc),
-    ];
-    if ctx.gpu().float_atomics() {
-        s.push((Strategy::Atomics, Staging::Inc));
-    }
-    s
-}
 
 /// Increments of both ends of each edge, with a high-contention map (thousands of edges on one
 /// node) and a random one, under every strategy. Values are small integers, so every order of

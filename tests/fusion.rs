@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{ctx, ctx_with, random_map};
+use common::{ctx, ctx_with, random_map, strategies};
 use parloop::Strategy;
 use parloop::util::Rng;
 use parloop::*;
@@ -59,15 +59,7 @@ fn program(ctx: &Context, seed: u64) -> Vec<Vec<f32>> {
             let on_cells = i < 2;
             let pick = |rng: &mut Rng, modes: &[Access]| modes[rng.below(modes.len())];
             args.push(if on_cells == over_cells {
-                let modes = [
-                    Access::Read,
-                    Access::Write,
-                    Access::Rw,
-                    Access::Inc,
-                    Access::Min,
-                    Access::Max,
-                ];
-                d.arg(pick(&mut rng, &modes))
+                d.arg(pick(&mut rng, &Access::ALL))
             } else if over_cells {
                 let modes = [Access::Read, Access::Inc, Access::Min, Access::Max];
                 let a = pick(&mut rng, &modes);
@@ -165,25 +157,13 @@ fn program(ctx: &Context, seed: u64) -> Vec<Vec<f32>> {
     out
 }
 
-fn strategies(probe: &Context) -> Vec<Strategy> {
-    let mut s = vec![
-        Strategy::Hierarchical,
-        Strategy::GlobalColour,
-        Strategy::Cas,
-    ];
-    if probe.gpu().float_atomics() {
-        s.push(Strategy::Atomics);
-    }
-    s
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(20))]
     #[test]
-    fn fused_and_unfused_give_identical_results(seed in any::<u64>(), which in 0usize..4) {
+    fn fused_and_unfused_give_identical_results(seed in any::<u64>(), which in 0usize..6) {
         let probe = ctx();
         let all = strategies(&probe);
-        let strategy = all[which % all.len()];
+        let strategy = all[which % all.len()].0;
         let fused = ctx_with(Config { fusion: true, strategy, ..Config::from_env() });
         let plain = ctx_with(Config { fusion: false, strategy, ..Config::from_env() });
         let a = program(&fused, seed);

@@ -14,18 +14,9 @@ fn load(name: &str) -> Graph {
     Graph::from_json(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-const SEED_CASES: [(&str, usize); 10] = [
-    ("case1", 2),
-    ("case1b", 4),
-    ("case2", 3),
-    ("case3", 3),
-    ("case4", 4),
-    ("case5a", 5),
-    ("case5b", 5),
-    ("case6", 2),
-    ("case7", 3),
-    ("counterexample", 3),
-];
+#[path = "partition/seed_cases.rs"]
+mod seed_cases;
+use seed_cases::SEED_CASES;
 
 fn run(g: &Graph, algorithm: Algorithm) -> parloop::graph::Partition {
     partition(

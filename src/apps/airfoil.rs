@@ -108,35 +108,31 @@ pub struct Constants<T> {
     pub qinf: [T; 4],
 }
 
-/// In single precision (the GPU's).
-pub fn constants_f32() -> Constants<f32> {
-    let (gam, cfl, eps, mach, p, r) = (1.4f32, 0.9f32, 0.05f32, 0.4f32, 1.0f32, 1.0f32);
-    let gm1 = gam - 1.0;
+/// Airfoil's constants in T, computed as the original does: from single-precision literals
+/// (also in its double build), the arithmetic in T.
+pub fn constants<T: reference::Real>() -> Constants<T> {
+    let lit = |v: f32| T::of(v as f64);
+    let (gam, cfl, eps, mach, p, r) = (lit(1.4), lit(0.9), lit(0.05), lit(0.4), lit(1.0), lit(1.0));
+    let gm1 = gam - lit(1.0);
     let u = (gam * p / r).sqrt() * mach;
-    let e = p / (r * gm1) + 0.5 * u * u;
+    let e = p / (r * gm1) + lit(0.5) * u * u;
     Constants {
         gam,
         gm1,
         cfl,
         eps,
-        qinf: [r, r * u, 0.0, r * e],
+        qinf: [r, r * u, lit(0.0), r * e],
     }
+}
+
+/// In single precision (the GPU's).
+pub fn constants_f32() -> Constants<f32> {
+    constants()
 }
 
 /// In double precision from the same single-precision literals (as OP2's double build).
 pub fn constants_f64() -> Constants<f64> {
-    let (gam, cfl, eps, mach) = (1.4f32 as f64, 0.9f32 as f64, 0.05f32 as f64, 0.4f32 as f64);
-    let (p, r) = (1.0, 1.0);
-    let gm1 = gam - 1.0;
-    let u = (gam * p / r).sqrt() * mach;
-    let e = p / (r * gm1) + 0.5 * u * u;
-    Constants {
-        gam,
-        gm1,
-        cfl,
-        eps,
-        qinf: [r, r * u, 0.0, r * e],
-    }
+    constants()
 }
 
 /// Bytes each kernel moves per call (single precision, each datum once; the maps included):

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use parloop::util::Rng;
-use parloop::{Config, Context, Map, Set};
+use parloop::{Config, Context, Map, Set, Staging, Strategy};
 
 pub fn ctx() -> Context {
     ctx_with(Config::from_env())
@@ -26,4 +26,20 @@ pub fn random_map(name: &str, from: &Set, to: &Set, arity: usize, seed: u64) -> 
 pub fn small_ints(n: usize, seed: u64) -> Vec<f32> {
     let mut rng = Rng::new(seed);
     (0..n).map(|_| (rng.below(15) as f32) - 7.0).collect()
+}
+
+/// Every strategy the adapter supports (atomics only with f32 atomics), with hierarchical in
+/// its three staging modes.
+pub fn strategies(probe: &Context) -> Vec<(Strategy, Staging)> {
+    let mut s = vec![
+        (Strategy::Hierarchical, Staging::Inc),
+        (Strategy::Hierarchical, Staging::All),
+        (Strategy::Hierarchical, Staging::None),
+        (Strategy::GlobalColour, Staging::Inc),
+        (Strategy::Cas, Staging::Inc),
+    ];
+    if probe.gpu().float_atomics() {
+        s.push((Strategy::Atomics, Staging::Inc));
+    }
+    s
 }
