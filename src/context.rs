@@ -341,7 +341,7 @@ impl Context {
     /// it runs when a result it affects is needed. Input errors are reported here, naming the
     /// par_loop (kernel, caller's file:line) and the argument.
     #[track_caller]
-    pub fn par_loop<'a>(
+    pub fn par_loop(
         &self,
         kernel: &Kernel,
         space: impl Into<IterSpace>,

@@ -8,6 +8,10 @@
 //! [`graph`] (loop-graph partitioning) -> [`plan`] (mini-partitions and colouring) ->
 //! [`codegen`] (WGSL) -> [`runtime`] (wgpu).
 
+// Numeric code (kernels in Rust, plans, splines) indexes several arrays with one index, as the
+// formulas do; iterator rewrites would hide that.
+#![allow(clippy::needless_range_loop)]
+
 pub mod apps;
 pub mod codegen;
 mod context;

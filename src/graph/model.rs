@@ -325,10 +325,7 @@ fn find_cycle(nodes: &[Node]) -> Vec<String> {
         let mut path = vec![start];
         let mut seen = HashMap::from([(start, 0usize)]);
         let mut v = start;
-        loop {
-            let Some(&(u, _)) = nodes[v].needs.iter().find(|(u, _)| members.contains(u)) else {
-                break;
-            };
+        while let Some(&(u, _)) = nodes[v].needs.iter().find(|(u, _)| members.contains(u)) {
             if let Some(&pos) = seen.get(&u) {
                 let mut cycle: Vec<String> = path[pos..]
                     .iter()

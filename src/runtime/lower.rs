@@ -137,7 +137,9 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
         }
     }
     // Staged maps (hierarchical): maps of racing args, and of indirect reads when staging all.
-    let mut staged: Vec<(Map, Vec<(u64, usize)>, Vec<Option<usize>>)> = Vec::new();
+    // (map, (data id, dim) of each Dat staged through it, map indices used).
+    type StagedUse = (Map, Vec<(u64, usize)>, Vec<Option<usize>>);
+    let mut staged: Vec<StagedUse> = Vec::new();
     if let Some(st) = staging {
         for lp in &group.loops {
             for a in &lp.args {

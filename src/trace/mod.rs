@@ -299,10 +299,9 @@ impl Trace {
         for c in &self.pending {
             let _ = writeln!(
                 s,
-                "  c{} [label=\"{}[{}]\"];",
+                "  c{} [label=\"{}[core,owned]\"];",
                 c.seq,
                 c.kernel.name().replace('"', "'"),
-                "core,owned"
             );
         }
         for (c, d) in self.pending.iter().zip(&dag) {

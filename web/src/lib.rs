@@ -112,6 +112,20 @@ fn bytemuck_cast<T: Copy>(v: &[T]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
 }
 
+/// While a readback (`checksum`, `snapshot`) is in flight the state is borrowed across its
+/// await; calls that would change it meanwhile get this error instead of a panic.
+const BUSY: &str =
+    "the simulation is busy with a readback: wait for checksum() or snapshot() to finish";
+
+impl App {
+    fn get(&self) -> Result<std::cell::Ref<'_, State>, JsValue> {
+        self.state.try_borrow().map_err(|_| js(BUSY))
+    }
+    fn get_mut(&self) -> Result<std::cell::RefMut<'_, State>, JsValue> {
+        self.state.try_borrow_mut().map_err(|_| js(BUSY))
+    }
+}
+
 #[wasm_bindgen]
 impl App {
     /// Opens WebGPU and sets up an n x n wave simulation drawn on `canvas`, or (with
@@ -221,7 +235,9 @@ impl App {
 
     /// "llvmpipe (Vulkan)" or the browser's adapter description.
     pub fn adapter(&self) -> String {
-        let s = self.state.borrow();
+        let Ok(s) = self.get() else {
+            return String::new();
+        };
         let info = &s.ctx.gpu().info;
         if info.name.is_empty() {
             // Browsers hide the adapter's details by default.
@@ -232,21 +248,22 @@ impl App {
     }
 
     pub fn vertices(&self) -> usize {
-        self.state.borrow().wave.mesh.nvertices()
+        self.get().map_or(0, |s| s.wave.mesh.nvertices())
     }
 
     pub fn triangles(&self) -> usize {
-        self.state.borrow().wave.mesh.ncells()
+        self.get().map_or(0, |s| s.wave.mesh.ncells())
     }
 
     /// Steps recorded so far.
     pub fn steps(&self) -> f64 {
-        self.state.borrow().wave.steps as f64
+        self.get().map_or(0.0, |s| s.wave.steps as f64)
     }
 
     /// Colour scale: p in [-range, range] spans the colour map.
-    pub fn set_range(&self, range: f32) {
-        self.state.borrow_mut().range = range.max(1e-6);
+    pub fn set_range(&self, range: f32) -> Result<(), JsValue> {
+        self.get_mut()?.range = range.max(1e-6);
+        Ok(())
     }
 
     /// Records `steps` time steps, submits them, and draws p. Returns the dispatches it took.
@@ -258,7 +275,7 @@ impl App {
 
     /// Records `steps` time steps and submits them, without drawing. Returns the dispatches.
     pub fn advance(&self, steps: u32) -> Result<u32, JsValue> {
-        let mut guard = self.state.borrow_mut();
+        let mut guard = self.get_mut()?;
         let s = &mut *guard;
         let before = s.ctx.stats().dispatches;
         for _ in 0..steps {
@@ -270,21 +287,17 @@ impl App {
 
     /// Draws p as the simulation left it (submitted work first: call `advance` before).
     pub fn draw(&self) -> Result<(), JsValue> {
-        draw(&mut self.state.borrow_mut())
+        draw(&mut *self.get_mut()?)
     }
 
     /// Adds a pulse of p at (x, y) in [0, 1]^2.
     pub fn pulse(&self, x: f32, y: f32, amplitude: f32) -> Result<(), JsValue> {
-        self.state
-            .borrow_mut()
-            .wave
-            .pulse(x, y, amplitude)
-            .map_err(js)
+        self.get_mut()?.wave.pulse(x, y, amplitude).map_err(js)
     }
 
     /// A new n x n simulation on the same device.
     pub fn reset(&self, n: usize) -> Result<(), JsValue> {
-        let mut guard = self.state.borrow_mut();
+        let mut guard = self.get_mut()?;
         let s = &mut *guard;
         s.ctx.flush().map_err(js)?;
         s.wave = Wave::new(&s.ctx, n, 0.001).map_err(js)?;
@@ -300,7 +313,7 @@ impl App {
         let state = self.state.clone();
         wasm_bindgen_futures::future_to_promise(async move {
             let (buffer, width, height, row) = {
-                let s = state.borrow();
+                let s = state.try_borrow().map_err(|_| js(BUSY))?;
                 let Target::Offscreen {
                     texture,
                     width,
@@ -349,10 +362,12 @@ impl App {
     }
 
     /// The sum of |p| over the vertices (read back from the GPU): the test's checksum.
+    // The borrow is held across the readback on purpose: the other entry points see BUSY.
+    #[allow(clippy::await_holding_refcell_ref)]
     pub fn checksum(&self) -> js_sys::Promise {
         let state = self.state.clone();
         wasm_bindgen_futures::future_to_promise(async move {
-            let s = state.borrow();
+            let s = state.try_borrow().map_err(|_| js(BUSY))?;
             let p = s.wave.p.data_ro_async().await.map_err(js)?;
             let sum: f64 = p.iter().map(|v| v.abs() as f64).sum();
             Ok(JsValue::from_f64(sum))
