@@ -49,6 +49,20 @@ fn measure(ctx: &Context, mut step: impl FnMut(), finish: impl Fn()) -> Measured
     }
 }
 
+/// The table cells comparing a fused run with an unfused one.
+fn compare(f: &Measured, u: &Measured) -> String {
+    format!(
+        "{:.2} | {:.2} | {:.3} | {:.3} | {:.2}x | {} / {}",
+        f.dispatches_per_step,
+        u.dispatches_per_step,
+        f.ms_per_step,
+        u.ms_per_step,
+        u.ms_per_step / f.ms_per_step,
+        f.data_bytes,
+        u.data_bytes
+    )
+}
+
 fn context(fusion: bool, strategy: parloop::Strategy) -> Context {
     Context::with_config(Config {
         fusion,
@@ -133,16 +147,10 @@ fn main() {
     println!("|---|---|---:|---:|---:|---:|---:|---:|");
     for (n, strategy, f, u) in &rows {
         println!(
-            "| {n}x{n} ({} triangles) | {} | {:.2} | {:.2} | {:.3} | {:.3} | {:.2}x | {} / {} |",
+            "| {n}x{n} ({} triangles) | {} | {} |",
             2 * n * n,
             strategy.name(),
-            f.dispatches_per_step,
-            u.dispatches_per_step,
-            f.ms_per_step,
-            u.ms_per_step,
-            u.ms_per_step / f.ms_per_step,
-            f.data_bytes,
-            u.data_bytes
+            compare(f, u)
         );
     }
     if let Some((_, _, f, _)) = rows.last() {
@@ -161,16 +169,7 @@ fn main() {
     let mut note = String::new();
     for n in [100usize, 400] {
         let (f, u) = (run_temporaries(n, true), run_temporaries(n, false));
-        println!(
-            "| {n}x{n} | {:.2} | {:.2} | {:.3} | {:.3} | {:.2}x | {} / {} |",
-            f.dispatches_per_step,
-            u.dispatches_per_step,
-            f.ms_per_step,
-            u.ms_per_step,
-            u.ms_per_step / f.ms_per_step,
-            f.data_bytes,
-            u.data_bytes
-        );
+        println!("| {n}x{n} | {} |", compare(&f, &u));
         note = f
             .explain
             .lines()

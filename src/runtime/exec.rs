@@ -221,14 +221,12 @@ async fn fetch(ctx: &Inner, groups: &[Group], want: &[Rc<DataInner>]) -> Result<
         // Readbacks ride in the same submission.
         let mut staging = Vec::new();
         for d in want.iter().filter(|d| needs_readback(d)) {
-            let Some((_, src)) = st.data.get(&d.id) else {
+            if !st.data.contains_key(&d.id) {
                 continue;
-            };
-            let src_id = src.id;
+            }
             let bytes = d.bytes();
             let buf = st.staging_buf(gpu, bytes);
             let src = &st.data[&d.id].1;
-            debug_assert_eq!(src.id, src_id);
             encoder.copy_buffer_to_buffer(&src.buffer, 0, &buf.buffer, 0, bytes);
             staging.push((d.clone(), buf));
         }
