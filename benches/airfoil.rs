@@ -55,7 +55,7 @@ fn main() {
         let ctx = Context::with_config(Config {
             strategy,
             profile: true,
-            ..Config::from_env()
+            ..Config::from_env().unwrap()
         })
         .expect("an adapter");
         let a = Airfoil::new(&ctx, &m).unwrap();

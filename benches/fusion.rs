@@ -67,7 +67,7 @@ fn context(fusion: bool, strategy: parloop::Strategy) -> Context {
     Context::with_config(Config {
         fusion,
         strategy,
-        ..Config::from_env()
+        ..Config::from_env().unwrap()
     })
     .expect("an adapter")
 }

@@ -32,7 +32,7 @@ fn main() {
             Config {
                 lazy: false,
                 fusion: false,
-                ..Config::from_env()
+                ..Config::from_env().unwrap()
             },
         ),
         (
@@ -40,7 +40,7 @@ fn main() {
             Config {
                 lazy: true,
                 fusion: false,
-                ..Config::from_env()
+                ..Config::from_env().unwrap()
             },
         ),
         (
@@ -49,7 +49,7 @@ fn main() {
                 lazy: true,
                 fusion: false,
                 trace_bound: 10 * LOOPS,
-                ..Config::from_env()
+                ..Config::from_env().unwrap()
             },
         ),
         (
@@ -58,7 +58,7 @@ fn main() {
                 lazy: true,
                 fusion: true,
                 trace_bound: 10 * LOOPS,
-                ..Config::from_env()
+                ..Config::from_env().unwrap()
             },
         ),
     ];

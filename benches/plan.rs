@@ -58,7 +58,7 @@ fn context(strategy: Strategy, staging: Staging, block_size: Option<usize>) -> C
         staging,
         block_size,
         profile: true,
-        ..Config::from_env()
+        ..Config::from_env().unwrap()
     })
     .expect("an adapter")
 }

@@ -27,7 +27,7 @@ fn gpu(mode: &str, lazy: bool, fusion: bool, per_force: usize) -> (String, Row) 
     let ctx = Context::with_config(Config {
         lazy,
         fusion,
-        ..Config::from_env()
+        ..Config::from_env().unwrap()
     })
     .expect("an adapter");
     let mut w = Wave::new(&ctx, N, 0.001).unwrap();

@@ -36,10 +36,12 @@ struct Args {
     #[arg(long, default_value_t = 1000)]
     iterations: u32,
     /// Racing-increment strategy: auto, hierarchical, global-colour, atomics, cas.
-    #[arg(long, default_value = "auto")]
-    strategy: String,
-    #[arg(long, value_enum, default_value_t = Mode::Lazy)]
-    mode: Mode,
+    /// (default: PARLOOP_STRATEGY, else auto).
+    #[arg(long)]
+    strategy: Option<String>,
+    /// Lazy or eager (default: PARLOOP_LAZY, else lazy).
+    #[arg(long, value_enum)]
+    mode: Option<Mode>,
     #[arg(long)]
     no_fusion: bool,
     /// Do not time groups with GPU timestamps (one compute pass per force instead of per group).
@@ -116,14 +118,24 @@ fn run(a: Args) -> Result<()> {
     if let Some(p) = a.reference {
         return run_reference(&a, &m, p);
     }
-    let strategy = Strategy::parse(&a.strategy)
-        .ok_or_else(|| parloop::Error::Usage(format!("unknown strategy {:?}", a.strategy)))?;
+    // Defaults from the PARLOOP_* variables; flags override them.
+    let env = Config::from_env()?;
+    let strategy = match &a.strategy {
+        Some(s) => Strategy::parse(s).ok_or_else(|| {
+            parloop::Error::Usage(format!(
+                "unknown strategy {s:?}: use auto, atomics, global-colour, hierarchical or cas"
+            ))
+        })?,
+        None => env.strategy,
+    };
+    let lazy = a.mode.map_or(env.lazy, |m| m == Mode::Lazy);
+    let fusion = env.fusion && !a.no_fusion;
     let ctx = Context::with_config(Config {
-        lazy: a.mode == Mode::Lazy,
-        fusion: !a.no_fusion,
+        lazy,
+        fusion,
         strategy,
         profile: !a.no_profile,
-        ..Config::from_env()
+        ..env
     })?;
     let solver = Airfoil::new(&ctx, &m)?;
     ctx.flush()?;
@@ -147,12 +159,12 @@ fn run(a: Args) -> Result<()> {
         "strategy {}, {} mode, fusion {}: {} iterations in {wall:.2} s ({:.2} ms per iteration), \
          {:.1} dispatches and {:.3} submissions per iteration",
         strategy.name(),
-        if a.mode == Mode::Lazy {
+        if lazy {
             "lazy"
         } else {
             "eager"
         },
-        if a.no_fusion { "off" } else { "on" },
+        if fusion { "on" } else { "off" },
         a.iterations,
         wall * 1e3 / a.iterations as f64,
         st.dispatches as f64 / a.iterations as f64,

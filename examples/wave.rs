@@ -34,8 +34,9 @@ struct Args {
     /// Write a frame every this many steps (0: none).
     #[arg(long, default_value_t = 500)]
     every: u64,
-    #[arg(long, value_enum, default_value_t = Mode::Lazy)]
-    mode: Mode,
+    /// Lazy or eager (default: PARLOOP_LAZY, else lazy).
+    #[arg(long, value_enum)]
+    mode: Option<Mode>,
     /// One shader per par_loop instead of fused loop groups.
     #[arg(long)]
     no_fusion: bool,
@@ -43,8 +44,9 @@ struct Args {
     #[arg(long, default_value_t = 10)]
     steps_per_force: u64,
     /// Racing-increment strategy: auto, hierarchical, global-colour, atomics, cas.
-    #[arg(long, default_value = "auto")]
-    strategy: String,
+    /// (default: PARLOOP_STRATEGY, else auto).
+    #[arg(long)]
+    strategy: Option<String>,
     /// Run the plain-Rust CPU reference (f64, one core) instead of the GPU.
     #[arg(long)]
     reference: bool,
@@ -70,13 +72,23 @@ fn run(a: Args) -> Result<()> {
     if a.reference {
         return run_reference(&a, steps);
     }
-    let strategy = Strategy::parse(&a.strategy)
-        .ok_or_else(|| parloop::Error::Usage(format!("unknown strategy {:?}", a.strategy)))?;
+    // Defaults from the PARLOOP_* variables; flags override them.
+    let env = Config::from_env()?;
+    let strategy = match &a.strategy {
+        Some(s) => Strategy::parse(s).ok_or_else(|| {
+            parloop::Error::Usage(format!(
+                "unknown strategy {s:?}: use auto, atomics, global-colour, hierarchical or cas"
+            ))
+        })?,
+        None => env.strategy,
+    };
+    let lazy = a.mode.map_or(env.lazy, |m| m == Mode::Lazy);
+    let fusion = env.fusion && !a.no_fusion;
     let ctx = Context::with_config(Config {
-        lazy: a.mode == Mode::Lazy,
-        fusion: !a.no_fusion,
+        lazy,
+        fusion,
         strategy,
-        ..Config::from_env()
+        ..env
     })?;
     let mut w = Wave::new(&ctx, a.n, a.dt as f32)?;
     let e0 = w.energy()?;
@@ -134,12 +146,12 @@ fn run(a: Args) -> Result<()> {
     println!(
         "run:            {steps} steps of dt = {}, mode {}, fusion {}, {} steps per force",
         a.dt,
-        if a.mode == Mode::Lazy {
+        if lazy {
             "lazy"
         } else {
             "eager"
         },
-        if a.no_fusion { "off" } else { "on" },
+        if fusion { "on" } else { "off" },
         a.steps_per_force
     );
     println!(

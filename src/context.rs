@@ -3,13 +3,13 @@
 //! `data()` read-write, `data_ro()` read-only, `Global::value()` read-only, host writes
 //! write-only.
 
-use crate::codegen::Staging;
+pub use crate::config::Config;
 use crate::data::{Arg, ConstValue, Dat, DataInner, Global, IterSpace, Via, section};
 use crate::error::{Error, Result};
 use crate::fuse::{self, Group};
 use crate::kernel::{Kernel, KernelProblem, consts_used, expected_type};
 use crate::runtime::lower::{Choice, Strategy};
-use crate::runtime::{self, AdapterChoice, Gpu, Stats};
+use crate::runtime::{self, Gpu, Stats};
 use crate::trace::{AccessSet, LoopRecord, Reason, Trace};
 use crate::types::{Access, DType, Scalar};
 use std::cell::{Ref, RefCell, RefMut};
@@ -17,90 +17,6 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::panic::Location;
 use std::rc::Rc;
-
-/// How a context runs its loops. `Config::from_env()` reads the `PARLOOP_*` variables.
-#[derive(Clone, Debug)]
-pub struct Config {
-    /// Record par_loops and run them when a result is needed (`PARLOOP_LAZY=0` runs each loop
-    /// as it is recorded).
-    pub lazy: bool,
-    /// Fuse the loops of a force into the fewest groups (`PARLOOP_FUSION=0` runs one shader per
-    /// loop).
-    pub fusion: bool,
-    /// How racing increments are made safe (`PARLOOP_STRATEGY`).
-    pub strategy: Strategy,
-    /// What hierarchical plans stage in workgroup memory (`PARLOOP_STAGING=none|inc|all`).
-    pub staging: Staging,
-    /// Elements per mini-partition; None derives it from workgroup memory (`PARLOOP_BLOCK_SIZE`).
-    pub block_size: Option<usize>,
-    /// Least-used colour instead of lowest (`PARLOOP_BALANCE=1`).
-    pub balance_colours: bool,
-    /// Pending loops beyond which the oldest half runs (`PARLOOP_TRACE_BOUND`, default 100).
-    pub trace_bound: usize,
-    /// Invocations per workgroup.
-    pub workgroup_size: u32,
-    /// `PARLOOP_ADAPTER=hardware|software|<name>`.
-    pub adapter: AdapterChoice,
-    /// Time each loop group on the GPU with timestamp queries (`PARLOOP_PROFILE=1`); costs a
-    /// compute pass per group and a readback per force.
-    pub profile: bool,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            lazy: true,
-            fusion: true,
-            strategy: Strategy::Auto,
-            staging: Staging::Inc,
-            block_size: None,
-            balance_colours: false,
-            trace_bound: 100,
-            workgroup_size: 64,
-            adapter: AdapterChoice::Auto,
-            profile: false,
-        }
-    }
-}
-
-impl Config {
-    /// Defaults overridden by the `PARLOOP_*` environment variables.
-    pub fn from_env() -> Config {
-        let mut c = Config::default();
-        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-        let flag = |v: String| !matches!(v.trim(), "0" | "false" | "off" | "no");
-        if let Some(v) = var("PARLOOP_LAZY") {
-            c.lazy = flag(v);
-        }
-        if let Some(v) = var("PARLOOP_FUSION") {
-            c.fusion = flag(v);
-        }
-        if let Some(s) = var("PARLOOP_STRATEGY").and_then(|v| Strategy::parse(&v)) {
-            c.strategy = s;
-        }
-        if let Some(v) = var("PARLOOP_STAGING") {
-            c.staging = match v.trim() {
-                "none" => Staging::None,
-                "all" => Staging::All,
-                _ => Staging::Inc,
-            };
-        }
-        c.block_size = var("PARLOOP_BLOCK_SIZE").and_then(|v| v.trim().parse().ok());
-        if let Some(v) = var("PARLOOP_BALANCE") {
-            c.balance_colours = flag(v);
-        }
-        if let Some(n) = var("PARLOOP_TRACE_BOUND").and_then(|v| v.trim().parse().ok()) {
-            c.trace_bound = n;
-        }
-        if let Some(v) = var("PARLOOP_PROFILE") {
-            c.profile = flag(v);
-        }
-        if let Some(v) = var("PARLOOP_ADAPTER") {
-            c.adapter = AdapterChoice::parse(&v);
-        }
-        c
-    }
-}
 
 pub(crate) struct Inner {
     pub gpu: Gpu,
@@ -155,7 +71,7 @@ impl Context {
     /// Opens the adapter chosen by the environment (see [`Config::from_env`]).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn new() -> Result<Context> {
-        Context::with_config(Config::from_env())
+        Context::with_config(Config::from_env()?)
     }
     #[cfg(not(target_arch = "wasm32"))]
     pub fn with_config(config: Config) -> Result<Context> {
@@ -163,6 +79,18 @@ impl Context {
     }
     pub async fn new_async(config: Config) -> Result<Context> {
         let gpu = runtime::device::open(&config.adapter).await?;
+        let max = gpu
+            .limits
+            .max_compute_invocations_per_workgroup
+            .min(gpu.limits.max_compute_workgroup_size_x);
+        if config.workgroup_size == 0 || config.workgroup_size > max {
+            return Err(Error::Usage(format!(
+                "Config::workgroup_size is {}, but adapter {} runs 1 to {max} invocations per \
+                 workgroup: choose a size in that range (64 is the default)",
+                config.workgroup_size,
+                gpu.describe()
+            )));
+        }
         Ok(Context(Rc::new(Inner {
             gpu,
             config,
@@ -287,11 +215,12 @@ impl Context {
         if dim == 0 {
             return Err(Error::Data(format!("Dat `{name}`: dim must be at least 1")));
         }
-        if values.len() != set.total() * dim {
+        let n = values_for(name, set, dim)?;
+        if values.len() != n {
             return Err(Error::Data(format!(
                 "Dat `{name}`: got {} values, expected {} ({} elements of `{}` x dim {dim})",
                 values.len(),
-                set.total() * dim,
+                n,
                 set.total(),
                 set.name()
             )));
@@ -315,6 +244,7 @@ impl Context {
         if dim == 0 {
             return Err(Error::Data(format!("Dat `{name}`: dim must be at least 1")));
         }
+        values_for(name, set, dim)?;
         Ok(Dat {
             inner: self.data_inner(name, Some(set), dim, T::DTYPE),
             _t: PhantomData,
@@ -741,6 +671,20 @@ fn describe_mask(mask: u8) -> String {
         .map(|b| section::NAMES[b])
         .collect();
     names.join(", ")
+}
+
+/// Values a Dat of `dim` on `set` holds, or an error when that does not fit in memory.
+fn values_for(name: &str, set: &crate::data::Set, dim: usize) -> Result<usize> {
+    set.total()
+        .checked_mul(dim)
+        .filter(|&n| n.checked_mul(4).is_some())
+        .ok_or_else(|| {
+            Error::Data(format!(
+                "Dat `{name}`: {} elements of `{}` x dim {dim} values overflow the address space",
+                set.total(),
+                set.name()
+            ))
+        })
 }
 
 fn context_of(d: &DataInner) -> Result<Context> {

@@ -36,6 +36,8 @@ impl HostArgs<'_> {
 pub type HostFn = Rc<dyn Fn(&mut HostArgs)>;
 
 pub(crate) struct KernelInner {
+    /// Process-unique: caches key on it (an address can be reused once a kernel is dropped).
+    pub id: u64,
     pub name: String,
     pub wgsl: Option<String>,
     pub host: Option<HostFn>,
@@ -64,6 +66,7 @@ impl Kernel {
     }
     fn build(name: String, wgsl: Option<String>, host: Option<HostFn>) -> Kernel {
         Kernel(Rc::new(KernelInner {
+            id: crate::data::next_id(),
             name,
             wgsl,
             host,

@@ -14,6 +14,7 @@
 
 pub mod apps;
 pub mod codegen;
+mod config;
 mod context;
 pub mod data;
 pub mod error;
@@ -28,7 +29,8 @@ pub mod types;
 pub mod util;
 
 pub use codegen::Staging;
-pub use context::{Config, Context};
+pub use config::{Check, Config};
+pub use context::Context;
 pub use data::{Arg, ConstValue, Dat, Global, IterSpace, Map, Sections, Set, Subset};
 pub use error::{Error, Result};
 pub use kernel::{HostArgs, Kernel};

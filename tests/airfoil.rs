@@ -35,7 +35,11 @@ fn grid_dat_round_trips() {
     assert_eq!(back, m);
     assert_eq!(back.to_grid_dat(), text);
     let e = AirfoilMesh::from_grid_dat("3 1 0 0\n0 0\n1 0\n").unwrap_err();
-    assert!(e.contains("ends where a node"), "{e}");
+    assert!(e.contains("line 1") && e.contains("only 2 lines follow"), "{e}");
+    // A damaged header with huge counts: an error, not an allocation of billions of entries.
+    let e = AirfoilMesh::from_grid_dat("18446744073709551615 9999999999999 1 1\n0 0\n")
+        .unwrap_err();
+    assert!(e.contains("18446744073709551615 nodes"), "{e}");
     let e = AirfoilMesh::from_grid_dat("2 1 0 0\n0 0\n1 0\n0 1 2 3\n").unwrap_err();
     assert!(
         e.contains("line 4") && e.contains("node id 2 is out of range"),
@@ -49,7 +53,7 @@ fn small_mesh_matches_the_double_precision_reference() {
     let mut m = naca0012(20, 30);
     m.round6();
     let mut r = reference::State::<f64>::new(&m, constants_f64());
-    let ctx = ctx_with(Config::from_env());
+    let ctx = ctx_with(Config::from_env().unwrap());
     let a = Airfoil::new(&ctx, &m).unwrap();
     for it in 1..=20 {
         let rms_ref = r.iteration(&m);
@@ -81,7 +85,7 @@ fn small_mesh_matches_the_double_precision_reference() {
 fn standard_mesh_reaches_the_published_rms() {
     let mut m = naca0012(400, 600);
     m.round6();
-    let ctx = ctx_with(Config::from_env());
+    let ctx = ctx_with(Config::from_env().unwrap());
     let a = Airfoil::new(&ctx, &m).unwrap();
     let mut rms = 0.0;
     for it in 1..=100 {

@@ -182,7 +182,7 @@ fn indirect_inc_is_exact_under_every_strategy() {
             let ctx = ctx_with(Config {
                 strategy,
                 staging,
-                ..Config::from_env()
+                ..Config::from_env().unwrap()
             });
             let wd = ctx.dat("w", &edges, 3, &w).unwrap();
             let acc = ctx.dat_zeros::<f32>("acc", &nodes, 3).unwrap();
@@ -565,7 +565,7 @@ fn atomics_strategy_needs_float_atomics() {
     let probe = ctx();
     let ctx = ctx_with(Config {
         strategy: Strategy::Atomics,
-        ..Config::from_env()
+        ..Config::from_env().unwrap()
     });
     let edges = Set::new("edges", 50);
     let nodes = Set::new("nodes", 10);
@@ -620,7 +620,7 @@ fn strategies_agree_on_a_large_set_and_colouring_is_reproducible() {
         let ctx = ctx_with(Config {
             strategy,
             staging,
-            ..Config::from_env()
+            ..Config::from_env().unwrap()
         });
         let wd = ctx.dat("w", &cells, 1, &w).unwrap();
         let acc = ctx.dat_zeros::<f32>("acc", &nodes, 1).unwrap();

@@ -164,8 +164,8 @@ proptest! {
         let probe = ctx();
         let all = strategies(&probe);
         let strategy = all[which % all.len()].0;
-        let fused = ctx_with(Config { fusion: true, strategy, ..Config::from_env() });
-        let plain = ctx_with(Config { fusion: false, strategy, ..Config::from_env() });
+        let fused = ctx_with(Config { fusion: true, strategy, ..Config::from_env().unwrap() });
+        let plain = ctx_with(Config { fusion: false, strategy, ..Config::from_env().unwrap() });
         let a = program(&fused, seed);
         let b = program(&plain, seed);
         prop_assert_eq!(&a, &b, "strategy {:?}\n{}", strategy, fused.explain());
@@ -253,7 +253,7 @@ fn temporaries_inside_one_group_get_no_buffer() {
     let run = |fusion: bool| {
         let ctx = ctx_with(Config {
             fusion,
-            ..Config::from_env()
+            ..Config::from_env().unwrap()
         });
         let s = Set::new("s", 4096);
         let x = ctx.dat("x", &s, 1, &vec![1.5f32; 4096]).unwrap();
@@ -327,7 +327,7 @@ fn fused_shader_snapshot() {
     let ctx = ctx_with(Config {
         strategy: Strategy::Hierarchical,
         staging: Staging::Inc,
-        ..Config::from_env()
+        ..Config::from_env().unwrap()
     });
     let cells = Set::new("cells", 64);
     let nodes = Set::new("nodes", 40);

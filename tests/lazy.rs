@@ -174,7 +174,7 @@ fn global_incremented_by_successive_loops() {
 fn trace_bound_runs_the_oldest_work() {
     let ctx = ctx_with(Config {
         trace_bound: 10,
-        ..Config::from_env()
+        ..Config::from_env().unwrap()
     });
     let s = Set::new("s", 4);
     let a = ctx.dat_zeros::<f32>("a", &s, 1).unwrap();
@@ -250,7 +250,7 @@ fn deferred_errors_name_the_loop() {
     let ctx = ctx_with(Config {
         strategy: Strategy::Hierarchical,
         staging: Staging::Inc,
-        ..Config::from_env()
+        ..Config::from_env().unwrap()
     });
     let cells = Set::new("cells", 2000);
     let nodes = Set::new("nodes", 2000);
@@ -434,8 +434,8 @@ proptest! {
     #[test]
     fn lazy_and_eager_give_identical_results(seed in any::<u64>(), order in Just(vec![0usize, 1, 2, 3, 4]).prop_shuffle()) {
         let order: Vec<usize> = order;
-        let lazy = ctx_with(Config { lazy: true, ..Config::from_env() });
-        let eager = ctx_with(Config { lazy: false, ..Config::from_env() });
+        let lazy = ctx_with(Config { lazy: true, ..Config::from_env().unwrap() });
+        let eager = ctx_with(Config { lazy: false, ..Config::from_env().unwrap() });
         let a = program(&lazy, seed, &order);
         let b = program(&eager, seed, &order);
         prop_assert_eq!(a, b);

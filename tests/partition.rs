@@ -357,3 +357,36 @@ fn cli_reports_bad_graphs_with_exit_code_2() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `parloop partition ... --format text | head`: when the reader closes the pipe early, the CLI
+/// exits quietly with status 0 instead of panicking on the broken pipe.
+#[test]
+fn cli_exits_quietly_when_the_reader_closes_the_pipe() {
+    use std::io::Read;
+    let exe = env!("CARGO_BIN_EXE_parloop");
+    let dir = std::env::temp_dir().join(format!("parloop-pipe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A chain of 20,000 loops: far more text than a pipe buffers.
+    let nodes: Vec<String> = (0..20_000)
+        .map(|i| {
+            let needs = if i == 0 { String::new() } else { format!("\"n{}\"", i - 1) };
+            format!(r#"{{"id": "n{i}", "location": "L{}", "needs": [{needs}]}}"#, i % 7)
+        })
+        .collect();
+    let graph = dir.join("chain.json");
+    std::fs::write(&graph, format!(r#"{{"nodes": [{}]}}"#, nodes.join(","))).unwrap();
+    let mut child = std::process::Command::new(exe)
+        .args(["partition", "--algorithm", "list", "--format", "text"])
+        .arg(&graph)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut head = [0u8; 64];
+    child.stdout.take().unwrap().read_exact(&mut head).unwrap(); // then the pipe closes
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -30,7 +30,7 @@ fn two_hundred_steps_match_the_cpu_reference() {
         let ctx = ctx_with(Config {
             lazy,
             fusion: lazy,
-            ..Config::from_env()
+            ..Config::from_env().unwrap()
         });
         let mut w = Wave::new(&ctx, n, dt as f32).unwrap();
         for s in 0..steps {
@@ -52,7 +52,7 @@ fn two_hundred_steps_match_the_cpu_reference() {
 #[test]
 #[ignore = "long: about 20-60 s on a software adapter; run with --ignored (figure in BENCHMARKS.md)"]
 fn energy_is_conserved_over_ten_thousand_steps() {
-    let ctx = ctx_with(Config::from_env());
+    let ctx = ctx_with(Config::from_env().unwrap());
     let mut w = Wave::new(&ctx, 100, 0.001).unwrap();
     let e0 = w.energy().unwrap();
     let mut worst = 0.0f64;
@@ -81,7 +81,7 @@ fn the_scheme_conserves_energy() {
 /// Frames written by the demo parse back with the right point, cell and value counts.
 #[test]
 fn vtk_output_parses_back() {
-    let ctx = ctx_with(Config::from_env());
+    let ctx = ctx_with(Config::from_env().unwrap());
     let mut w = Wave::new(&ctx, 8, 0.001).unwrap();
     let dir = std::env::temp_dir().join(format!("parloop-vtk-{}", std::process::id()));
     let mut series = vtk::Series::new(&dir, "p").unwrap();
@@ -125,7 +125,7 @@ fn vtk_output_parses_back() {
 fn the_wave_step_fuses_into_the_minimal_number_of_groups() {
     let ctx = ctx_with(Config {
         strategy: Strategy::Cas,
-        ..Config::from_env()
+        ..Config::from_env().unwrap()
     });
     let mut w = Wave::new(&ctx, 10, 0.001).unwrap();
     ctx.flush().unwrap();

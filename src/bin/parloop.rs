@@ -83,8 +83,18 @@ mod cli {
         };
         match run(cli.command) {
             Ok(out) => {
-                print!("{out}");
-                0
+                // A reader that stops early (`| head`) closes the pipe: that is no error for a
+                // command-line tool, so exit quietly as `cat` does.
+                use std::io::Write;
+                let mut stdout = std::io::stdout().lock();
+                match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
+                    Ok(()) => 0,
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+                    Err(e) => {
+                        eprintln!("parloop: writing the output failed: {e}");
+                        1
+                    }
+                }
             }
             Err(msg) => {
                 eprintln!("parloop: {msg}");

@@ -677,7 +677,7 @@ fn hierarchical_main(g: &GroupIr, staging: Staging, w: &mut String) {
         let _ = writeln!(
             w,
             "    let pl_l2g_first{s} = {plan}[{plan}[{o}u] + pl_block.id];\n    \
-             let pl_nu{s} = {plan}[{plan}[{o}u] + pl_block.id + 1u] - pl_l2g_first{s};\n    \
+             let pl_nu{s} = select(0u, {plan}[{plan}[{o}u] + pl_block.id + 1u] - pl_l2g_first{s}, pl_block.count > 0u);\n    \
              for (var pl_u = pl_lid; pl_u < pl_nu{s}; pl_u += {wg}u) {{\n        \
              let pl_t = {plan}[{plan}[{o1}u] + pl_l2g_first{s} + pl_u];",
             o = PLAN_HEADER_FIXED + PLAN_HEADER_PER_MAP * s,
@@ -726,7 +726,11 @@ fn hierarchical_main(g: &GroupIr, staging: Staging, w: &mut String) {
     element_body(g, w, "            ");
     let _ = writeln!(w, "        }}\n        {barrier}();\n    }}");
     // Stage out: add the staged increments to global memory.
+    // Idle workgroups of a rounded-up grid (count 0) stage nothing, so they write nothing.
+    // One Dat staged through two maps has two copies whose targets can coincide: their
+    // stage-out loops are separated by a storage barrier.
     let mut wrote_barrier = false;
+    let mut written: Vec<usize> = Vec::new();
     for &(s, dat, dim) in &staged {
         if !racing_dat(dat) {
             continue;
@@ -735,6 +739,10 @@ fn hierarchical_main(g: &GroupIr, staging: Staging, w: &mut String) {
             w.push_str("    workgroupBarrier();\n");
             wrote_barrier = true;
         }
+        if written.contains(&dat) {
+            w.push_str("    storageBarrier();\n");
+        }
+        written.push(dat);
         let sv = g.staged_var(s, dat);
         let var = g.var(dat);
         let _ = writeln!(
@@ -768,7 +776,7 @@ fn reduction_epilogue(g: &GroupIr, w: &mut String) {
              pl_red_{dt}[pl_lid] = pl_acc{r}[pl_d];\n        \
              workgroupBarrier();\n        \
              for (var pl_s = {half}u; pl_s > 0u; pl_s >>= 1u) {{\n            \
-             if (pl_lid < pl_s) {{ pl_red_{dt}[pl_lid] = {}; }}\n            \
+             if (pl_lid < pl_s && pl_lid + pl_s < {wg}u) {{ pl_red_{dt}[pl_lid] = {}; }}\n            \
              workgroupBarrier();\n        }}\n        \
              if (pl_lid == 0u && pl_wg < pl.nwg) {{ {scratch}[{off}u * pl.slots + (pl.wg_base + pl_wg) * {dim}u + pl_d] = bitcast<u32>(pl_red_{dt}[0]); }}\n    }}",
             combine(
@@ -777,7 +785,9 @@ fn reduction_epilogue(g: &GroupIr, w: &mut String) {
                 &format!("pl_red_{dt}[pl_lid + pl_s]")
             ),
             dim = red.dim,
-            half = wg / 2
+            // Any workgroup size: the tree starts at the power of two below it and skips
+            // partners past the end.
+            half = wg.next_power_of_two() / 2
         );
         off += red.dim;
     }

@@ -46,14 +46,13 @@ impl Sections {
     }
     /// Start offsets of the four sections and the end, in storage order.
     pub fn bounds(&self) -> [usize; 5] {
+        // Saturating: a set too large for memory is refused by whatever allocates for it.
         let c = self.counts();
-        [
-            0,
-            c[0],
-            c[0] + c[1],
-            c[0] + c[1] + c[2],
-            c[0] + c[1] + c[2] + c[3],
-        ]
+        let mut b = [0usize; 5];
+        for i in 0..4 {
+            b[i + 1] = b[i].saturating_add(c[i]);
+        }
+        b
     }
 }
 
@@ -264,12 +263,19 @@ impl Map {
         if arity == 0 {
             return Err(Error::Data(format!("{}: arity must be at least 1", what())));
         }
-        if values.len() != from.total() * arity {
+        let Some(expected) = from.total().checked_mul(arity) else {
+            return Err(Error::Data(format!(
+                "{}: {} elements x arity {arity} overflow the address space",
+                what(),
+                from.total()
+            )));
+        };
+        if values.len() != expected {
             return Err(Error::Data(format!(
                 "{}: got {} values, expected {} ({} elements of `{}` x arity {arity})",
                 what(),
                 values.len(),
-                from.total() * arity,
+                expected,
                 from.total(),
                 from.name()
             )));

@@ -120,15 +120,28 @@ fn signature(loops: &[Rc<LoopRecord>], env: &FuseEnv) -> (String, Vec<u64>) {
             ids.len() - 1
         }
     };
+    // Const values matter only as equal or not (two values of one Const split a group), so a
+    // Const that changes every step keeps one key.
+    let mut values: Vec<(&str, Vec<&crate::data::ConstValue>)> = Vec::new();
     let mut s = String::new();
     for lp in loops {
-        let _ = write!(
-            s,
-            "{:p}|{:?}|{:?}|",
-            Rc::as_ptr(&lp.kernel.0),
-            lp.space.key(),
-            lp.consts
-        );
+        let _ = write!(s, "k{}|{:?}|", lp.kernel.0.id, lp.space.key());
+        for (name, v) in &lp.consts {
+            let slot = match values.iter().position(|(n, _)| n == name) {
+                Some(i) => i,
+                None => {
+                    values.push((name, Vec::new()));
+                    values.len() - 1
+                }
+            };
+            let seen = &mut values[slot].1;
+            let k = seen.iter().position(|x| *x == v).unwrap_or_else(|| {
+                seen.push(v);
+                seen.len() - 1
+            });
+            let _ = write!(s, "{name}={k},");
+        }
+        s.push('|');
         for a in &lp.args {
             let via = match &a.via {
                 Via::Direct => "d".to_string(),

@@ -229,6 +229,18 @@ impl AirfoilMesh {
             num(l0, &h[2], "count")?,
             num(l0, &h[3], "count")?,
         ];
+        // The header's counts must fit the lines the file has (a damaged header must not make
+        // us reserve memory for billions of entries).
+        let lines_left = text.lines().skip(l0).filter(|l| !l.trim().is_empty()).count();
+        let needed = [nn, nc, ne, nb]
+            .iter()
+            .try_fold(0usize, |a, &b| a.checked_add(b));
+        if needed.is_none_or(|n| n > lines_left) {
+            return Err(format!(
+                "line {l0}: the header announces {nn} nodes, {nc} cells, {ne} edges and {nb} \
+                 boundary edges, one line each, but only {lines_left} lines follow"
+            ));
+        }
         let mut m = AirfoilMesh {
             x: Vec::with_capacity(nn),
             cells: Vec::with_capacity(nc),

@@ -69,7 +69,9 @@ impl Gpu {
 /// Backends to look at: `PARLOOP_BACKEND`, else every native backend (WebGPU in the browser).
 pub fn backends() -> wgpu::Backends {
     match std::env::var("PARLOOP_BACKEND") {
-        Ok(s) if !s.trim().is_empty() => wgpu::Backends::from_comma_list(&s),
+        Ok(s) if !s.trim().is_empty() => {
+            crate::config::parse_backends(&s).unwrap_or(wgpu::Backends::empty())
+        }
         _ if cfg!(target_arch = "wasm32") => wgpu::Backends::BROWSER_WEBGPU,
         _ => wgpu::Backends::all() - wgpu::Backends::BROWSER_WEBGPU - wgpu::Backends::NOOP,
     }
@@ -136,6 +138,11 @@ pub fn instance() -> wgpu::Instance {
 
 /// Opens the chosen adapter's device.
 pub async fn open(choice: &AdapterChoice) -> Result<Gpu> {
+    if let Ok(v) = std::env::var("PARLOOP_BACKEND") {
+        if !v.trim().is_empty() {
+            crate::config::parse_backends(&v)?;
+        }
+    }
     let instance = instance();
     let all = adapters(&instance, backends()).await;
     let names: Vec<String> = all

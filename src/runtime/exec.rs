@@ -408,18 +408,18 @@ fn encode_group(
         bufs.push(match res {
             Resource::Data(d) => data_buffer(st, gpu, encoder, d)?,
             Resource::Map(m) => {
-                let e = st
-                    .maps
-                    .entry(m.id())
-                    .or_insert_with(|| (Rc::downgrade(&m.0), init_buf(gpu, m.values(), m.name())));
-                (e.1.id, bound(m.values().len() as u64 * 4))
+                if !st.maps.contains_key(&m.id()) {
+                    let b = st.upload_words(gpu, m.values(), m.name());
+                    st.maps.insert(m.id(), (Rc::downgrade(&m.0), b));
+                }
+                (st.maps[&m.id()].1.id, bound(m.values().len() as u64 * 4))
             }
             Resource::Subset(s) => {
-                let e = st
-                    .subsets
-                    .entry(s.0.id)
-                    .or_insert_with(|| (Rc::downgrade(&s.0), init_buf(gpu, s.indices(), s.name())));
-                (e.1.id, bound(s.len() as u64 * 4))
+                if !st.subsets.contains_key(&s.0.id) {
+                    let b = st.upload_words(gpu, s.indices(), s.name());
+                    st.subsets.insert(s.0.id, (Rc::downgrade(&s.0), b));
+                }
+                (st.subsets[&s.0.id].1.id, bound(s.len() as u64 * 4))
             }
             Resource::Plan => {
                 let p = plan.as_ref().expect("planned schedules have a plan");
@@ -459,6 +459,11 @@ fn encode_group(
         }
     };
     let slots: u32 = ranges.iter().map(|r| r.2).sum();
+    let grid_max = ctx
+        .config
+        .grid_limit
+        .map_or(u32::MAX, |l| l.max(1))
+        .min(gpu.limits.max_compute_workgroups_per_dimension);
     let mut wg_base = 0;
     for &(n, base, nwg) in &ranges {
         if nwg == 0 {
@@ -476,7 +481,7 @@ fn encode_group(
             pipeline: pipeline.clone(),
             bufs: bufs.clone(),
             params: params.len() - 1,
-            grid: grid(nwg, gpu.limits.max_compute_workgroups_per_dimension),
+            grid: grid(nwg, grid_max),
             group: 0,
         });
         wg_base += nwg;

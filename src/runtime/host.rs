@@ -7,6 +7,7 @@ use crate::data::{DataInner, Via};
 use crate::error::{Error, Result};
 use crate::fuse::Group;
 use crate::kernel::HostArgs;
+use crate::types::Access;
 use std::cell::RefMut;
 use std::rc::Rc;
 
@@ -63,8 +64,13 @@ pub(crate) fn run_group(g: &Group) -> Result<u64> {
                 let dim = a.data.dim;
                 let src = &hosts[slot[i]];
                 let v = &mut values[i];
+                // What a GPU kernel sees: reductions their identity, WRITE zeros.
                 if a.access.is_reduction() {
                     v.fill(a.data.dtype.identity_bits(a.access));
+                    continue;
+                }
+                if a.access == Access::Write {
+                    v.fill(0);
                     continue;
                 }
                 for (k, t) in targets(&a.via, e).into_iter().enumerate() {

@@ -142,6 +142,17 @@ impl State {
         (self.new_buf(gpu, bytes, STORAGE, label), true)
     }
 
+    /// A storage buffer (pooled like any other, so with the copy usages a later Dat needs)
+    /// holding `words`: a Map's values, a Subset's indices.
+    pub fn upload_words(&mut self, gpu: &Gpu, words: &[u32], label: &str) -> Buf {
+        let (b, _) = self.storage(gpu, words.len() as u64 * 4, label);
+        if !words.is_empty() {
+            gpu.queue
+                .write_buffer(&b.buffer, 0, bytemuck::cast_slice(words));
+        }
+        b
+    }
+
     pub fn staging_buf(&mut self, gpu: &Gpu, bytes: u64) -> Buf {
         let class = size_class(bytes);
         if let Some(b) = self.staging.get_mut(&class).and_then(Vec::pop) {

@@ -6,7 +6,7 @@ use parloop::util::Rng;
 use parloop::{Config, Context, Map, Set, Staging, Strategy};
 
 pub fn ctx() -> Context {
-    ctx_with(Config::from_env())
+    ctx_with(Config::from_env().unwrap())
 }
 
 pub fn ctx_with(config: Config) -> Context {

@@ -1,0 +1,221 @@
+//! How a context runs its loops, and the `PARLOOP_*` environment variables every program reads.
+//! Each variable is validated: an unknown variable or value is an error that lists what is
+//! accepted, never a silent default.
+
+use crate::codegen::Staging;
+use crate::error::{Error, Result};
+use crate::runtime::AdapterChoice;
+use crate::runtime::lower::Strategy;
+
+/// How a context runs its loops. [`Config::from_env`] reads the `PARLOOP_*` variables.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Record par_loops and run them when a result is needed (`PARLOOP_LAZY=0` runs each loop
+    /// as it is recorded).
+    pub lazy: bool,
+    /// Fuse the loops of a force into the fewest groups (`PARLOOP_FUSION=0` runs one shader per
+    /// loop).
+    pub fusion: bool,
+    /// How racing increments are made safe (`PARLOOP_STRATEGY`).
+    pub strategy: Strategy,
+    /// What hierarchical plans stage in workgroup memory (`PARLOOP_STAGING=none|inc|all`).
+    pub staging: Staging,
+    /// Elements per mini-partition; None derives it from workgroup memory (`PARLOOP_BLOCK_SIZE`).
+    pub block_size: Option<usize>,
+    /// Least-used colour instead of lowest (`PARLOOP_BALANCE=1`).
+    pub balance_colours: bool,
+    /// Pending loops beyond which the oldest half runs (`PARLOOP_TRACE_BOUND`, default 100).
+    pub trace_bound: usize,
+    /// Invocations per workgroup: 1 up to the adapter's limit (256 in WebGPU), any size; a
+    /// Context with a size outside that range is refused (`PARLOOP_WORKGROUP_SIZE`).
+    pub workgroup_size: u32,
+    /// `PARLOOP_ADAPTER=hardware|software|<name>`.
+    pub adapter: AdapterChoice,
+    /// Time each loop group on the GPU with timestamp queries (`PARLOOP_PROFILE=1`); costs a
+    /// compute pass per group and a readback per force.
+    pub profile: bool,
+    /// Caps the workgroups per grid dimension below the adapter's limit (65535 on most), so
+    /// that tests reach 2-D grids and their idle workgroups on small meshes. None: the
+    /// adapter's limit.
+    pub grid_limit: Option<u32>,
+    /// Checks every dynamic index kernels apply to their arguments, and optionally the values
+    /// they write (`PARLOOP_CHECK=1|nan`); see [`Check`].
+    pub check: Check,
+}
+
+/// The checking mode: what the generated shaders verify at run time. A force whose loops broke
+/// a check returns an error naming the par_loop (kernel and the caller's file:line), the
+/// element, the argument, the index and the bound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Check {
+    /// No checks (WGSL clamps an out-of-range index into the array, silently).
+    #[default]
+    Off,
+    /// Every dynamic index a kernel applies to one of its arguments.
+    Indices,
+    /// Indices, and NaN or infinity in any f32 value a kernel leaves in an argument it writes.
+    IndicesAndNan,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            lazy: true,
+            fusion: true,
+            strategy: Strategy::Auto,
+            staging: Staging::Inc,
+            block_size: None,
+            balance_colours: false,
+            trace_bound: 100,
+            workgroup_size: 64,
+            adapter: AdapterChoice::Auto,
+            profile: false,
+            grid_limit: None,
+            check: Check::Off,
+        }
+    }
+}
+
+/// Every variable parloop reads, with what it accepts (for messages).
+pub const VARIABLES: &[(&str, &str)] = &[
+    ("PARLOOP_LAZY", "0 or 1"),
+    ("PARLOOP_FUSION", "0 or 1"),
+    ("PARLOOP_STRATEGY", "auto, atomics, global-colour, hierarchical or cas"),
+    ("PARLOOP_STAGING", "none, inc or all"),
+    ("PARLOOP_BLOCK_SIZE", "a positive integer"),
+    ("PARLOOP_BALANCE", "0 or 1"),
+    ("PARLOOP_TRACE_BOUND", "a positive integer"),
+    ("PARLOOP_WORKGROUP_SIZE", "a positive integer"),
+    ("PARLOOP_PROFILE", "0 or 1"),
+    ("PARLOOP_CHECK", "0, 1 or nan"),
+    ("PARLOOP_ADAPTER", "auto, hardware, software or part of an adapter's name"),
+    ("PARLOOP_BACKEND", "vulkan, gl, dx12 or metal (comma-separated)"),
+];
+
+fn bad(name: &str, value: &str) -> Error {
+    let accepted = VARIABLES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or("", |(_, a)| a);
+    Error::Usage(format!(
+        "{name}={value:?} is not a valid value: {name} accepts {accepted}"
+    ))
+}
+
+fn flag(name: &str, v: &str) -> Result<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "on" | "yes" => Ok(true),
+        "0" | "false" | "off" | "no" => Ok(false),
+        _ => Err(bad(name, v)),
+    }
+}
+
+fn positive(name: &str, v: &str) -> Result<usize> {
+    v.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| bad(name, v))
+}
+
+/// The backends `PARLOOP_BACKEND` names, checked.
+pub(crate) fn parse_backends(v: &str) -> Result<wgpu::Backends> {
+    let mut b = wgpu::Backends::empty();
+    for part in v.split(',').map(|p| p.trim().to_ascii_lowercase()) {
+        b |= match part.as_str() {
+            "vulkan" | "vk" => wgpu::Backends::VULKAN,
+            "gl" | "gles" | "opengl" => wgpu::Backends::GL,
+            "dx12" | "d3d12" => wgpu::Backends::DX12,
+            "metal" | "mtl" => wgpu::Backends::METAL,
+            "webgpu" => wgpu::Backends::BROWSER_WEBGPU,
+            _ => return Err(bad("PARLOOP_BACKEND", v)),
+        };
+    }
+    Ok(b)
+}
+
+impl Config {
+    /// Defaults overridden by the `PARLOOP_*` environment variables. An unknown `PARLOOP_*`
+    /// variable, or a value a variable does not accept, is an error listing what is accepted.
+    pub fn from_env() -> Result<Config> {
+        Config::from_vars(std::env::vars())
+    }
+
+    /// [`Config::from_env`] on given variables (the ones not starting with `PARLOOP_` are
+    /// ignored).
+    pub fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Result<Config> {
+        let mut c = Config::default();
+        for (name, v) in vars {
+            if !name.starts_with("PARLOOP_") || v.trim().is_empty() {
+                continue;
+            }
+            let n = name.as_str();
+            match n {
+                "PARLOOP_LAZY" => c.lazy = flag(n, &v)?,
+                "PARLOOP_FUSION" => c.fusion = flag(n, &v)?,
+                "PARLOOP_STRATEGY" => c.strategy = Strategy::parse(&v).ok_or_else(|| bad(n, &v))?,
+                "PARLOOP_STAGING" => {
+                    c.staging = match v.trim() {
+                        "none" => Staging::None,
+                        "inc" => Staging::Inc,
+                        "all" => Staging::All,
+                        _ => return Err(bad(n, &v)),
+                    }
+                }
+                "PARLOOP_BLOCK_SIZE" => c.block_size = Some(positive(n, &v)?),
+                "PARLOOP_BALANCE" => c.balance_colours = flag(n, &v)?,
+                "PARLOOP_TRACE_BOUND" => c.trace_bound = positive(n, &v)?,
+                "PARLOOP_WORKGROUP_SIZE" => {
+                    c.workgroup_size = u32::try_from(positive(n, &v)?).map_err(|_| bad(n, &v))?
+                }
+                "PARLOOP_PROFILE" => c.profile = flag(n, &v)?,
+                "PARLOOP_CHECK" => {
+                    c.check = match v.trim().to_ascii_lowercase().as_str() {
+                        "nan" => Check::IndicesAndNan,
+                        _ if flag(n, &v)? => Check::Indices,
+                        _ => Check::Off,
+                    }
+                }
+                "PARLOOP_ADAPTER" => c.adapter = AdapterChoice::parse(&v),
+                "PARLOOP_BACKEND" => {
+                    parse_backends(&v)?;
+                }
+                _ => {
+                    let known: Vec<&str> = VARIABLES.iter().map(|(n, _)| *n).collect();
+                    return Err(Error::Usage(format!(
+                        "unknown environment variable {name}: parloop reads {}",
+                        known.join(", ")
+                    )));
+                }
+            }
+        }
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> Result<Config> {
+        Config::from_vars(pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())))
+    }
+
+    #[test]
+    fn values_are_validated_with_the_accepted_ones_listed() {
+        let c = vars(&[("PARLOOP_STRATEGY", "cas"), ("PARLOOP_LAZY", "0"), ("HOME", "/")]).unwrap();
+        assert_eq!((c.strategy, c.lazy), (Strategy::Cas, false));
+        let e = vars(&[("PARLOOP_STRATEGY", "atomic")]).unwrap_err().to_string();
+        assert!(e.contains("\"atomic\"") && e.contains("global-colour"), "{e}");
+        let e = vars(&[("PARLOOP_LAZY", "maybe")]).unwrap_err().to_string();
+        assert!(e.contains("PARLOOP_LAZY") && e.contains("0 or 1"), "{e}");
+        let e = vars(&[("PARLOOP_BLOCK_SIZE", "0")]).unwrap_err().to_string();
+        assert!(e.contains("positive"), "{e}");
+        let e = vars(&[("PARLOOP_STRATEGIE", "cas")]).unwrap_err().to_string();
+        assert!(e.contains("unknown") && e.contains("PARLOOP_STRATEGY"), "{e}");
+        let e = vars(&[("PARLOOP_BACKEND", "vulcan")]).unwrap_err().to_string();
+        assert!(e.contains("vulkan, gl"), "{e}");
+        assert_eq!(vars(&[("PARLOOP_CHECK", "nan")]).unwrap().check, Check::IndicesAndNan);
+        assert_eq!(vars(&[("PARLOOP_CHECK", "1")]).unwrap().check, Check::Indices);
+    }
+}

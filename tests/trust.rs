@@ -1,0 +1,110 @@
+//! The review's bugs, each reproduced as its report describes it: buffers of dropped Maps
+//! reused by Dats, host kernels' WRITE semantics, workgroup sizes, sizes that overflow, and
+//! caches that must stay bounded in a long-running program.
+
+mod common;
+
+use common::{ctx, ctx_with};
+use parloop::*;
+
+/// An arity-2 Map over 2048 edges, dropped, then a 4096-element f32 Dat written by a par_loop:
+/// the Dat may get the Map's buffer from the pool, and must work.
+#[test]
+fn a_dropped_maps_buffer_serves_a_new_dat() {
+    let ctx = ctx();
+    let nodes = Set::new("nodes", 4096);
+    let edges = Set::new("edges", 2048);
+    let vals: Vec<u32> = (0..4096).map(|i| (i * 7 % 4096) as u32).collect();
+    let m = Map::new("m", &edges, &nodes, 2, &vals).unwrap();
+    let x = ctx.dat("x", &nodes, 1, &vec![1.0f32; 4096]).unwrap();
+    let count = ctx.dat_zeros::<f32>("count", &nodes, 1).unwrap();
+    let k = Kernel::new(
+        "touch",
+        "fn touch(x: ptr<function, array<f32, 2>>, c: ptr<function, array<f32, 2>>) {
+            (*c)[0] = (*x)[0]; (*c)[1] = (*x)[1];
+        }",
+    );
+    ctx.par_loop(&k, &edges, &[x.all(&m).read(), count.all(&m).inc()])
+        .unwrap();
+    let want: f32 = 4096.0;
+    assert_eq!(count.data_ro().unwrap().iter().sum::<f32>(), want);
+    drop(m);
+    let y = ctx.dat("y", &nodes, 1, &vec![2.0f32; 4096]).unwrap();
+    let w = Kernel::new(
+        "twice",
+        "fn twice(y: ptr<function, array<f32, 1>>) { (*y)[0] = 2.0 * (*y)[0]; }",
+    );
+    ctx.par_loop(&w, &nodes, &[y.rw()]).unwrap();
+    assert!(y.data_ro().unwrap().iter().all(|&v| v == 4.0));
+}
+
+/// A host kernel sees zeros in a WRITE argument, as a GPU kernel does.
+#[test]
+fn host_kernels_see_zeros_in_write_arguments() {
+    let ctx = ctx();
+    let s = Set::new("s", 10);
+    let a = ctx.dat("a", &s, 1, &[5.0f32; 10]).unwrap();
+    let seen = std::rc::Rc::new(std::cell::Cell::new(0.0f32));
+    let seen2 = seen.clone();
+    let k = Kernel::host("h", move |h: &mut HostArgs| {
+        seen2.set(seen2.get() + h.get::<f32>(0)[0]);
+        h.get_mut::<f32>(0)[0] = 1.0;
+    });
+    ctx.par_loop(&k, &s, &[a.write()]).unwrap();
+    assert_eq!(&*a.data_ro().unwrap(), &[1.0; 10]);
+    assert_eq!(seen.get(), 0.0);
+}
+
+/// Global reductions with workgroup sizes that are not powers of two keep every partial sum;
+/// sizes the adapter cannot run are refused when the Context is made.
+#[test]
+fn any_workgroup_size_reduces_exactly_and_bad_ones_are_refused() {
+    for wg in [1u32, 7, 48, 96, 100] {
+        let ctx = ctx_with(Config {
+            workgroup_size: wg,
+            ..Config::from_env().unwrap()
+        });
+        let s = Set::new("s", 1000);
+        let x: Vec<f32> = (0..1000).map(|i| (i % 10) as f32).collect();
+        let d = ctx.dat("x", &s, 1, &x).unwrap();
+        let total = ctx.global("total", &[0.0f32]).unwrap();
+        let k = Kernel::new(
+            "sum",
+            "fn sum(x: ptr<function, array<f32, 1>>, t: ptr<function, array<f32, 1>>) { (*t)[0] = (*x)[0]; }",
+        );
+        ctx.par_loop(&k, &s, &[d.read(), total.inc()]).unwrap();
+        assert_eq!(total.value().unwrap(), vec![4500.0], "workgroup size {wg}");
+    }
+    for wg in [0u32, 1 << 20] {
+        let e = Context::with_config(Config {
+            workgroup_size: wg,
+            ..Config::from_env().unwrap()
+        })
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            e.contains(&format!("workgroup_size is {wg}")) && e.contains("1 to"),
+            "{e}"
+        );
+    }
+}
+
+/// Sizes whose value counts overflow are errors, not panics.
+#[test]
+fn sizes_that_overflow_are_errors() {
+    let ctx = ctx();
+    let huge = Set::new("huge", usize::MAX / 2);
+    let e = ctx.dat_zeros::<f32>("d", &huge, 3).err().unwrap().to_string();
+    assert!(e.contains("`huge`") && e.contains("overflow"), "{e}");
+    let small = Set::new("small", 4);
+    let e = Map::new("m", &huge, &small, 3, &[]).unwrap_err().to_string();
+    assert!(e.contains("arity 3 overflow"), "{e}");
+    let sections = Sections {
+        core: usize::MAX,
+        owned: usize::MAX,
+        ..Default::default()
+    };
+    let big = Set::with_sections("big", sections);
+    assert!(ctx.dat_zeros::<f32>("d", &big, 1).is_err());
+}
