@@ -112,8 +112,16 @@ impl Context {
     pub fn gpu(&self) -> &Gpu {
         &self.0.gpu
     }
+    /// Counters since the Context was made, and the caches' sizes and device memory now.
     pub fn stats(&self) -> Stats {
-        self.0.rt.borrow().stats.clone()
+        let st = self.0.rt.borrow();
+        Stats {
+            pipelines_cached: st.pipelines.len(),
+            plans_cached: st.plans.len(),
+            bind_groups_cached: st.bind_groups.len(),
+            device_bytes: st.device_bytes(),
+            ..st.stats.clone()
+        }
     }
     /// Pending (recorded, not yet run) loops.
     pub fn pending(&self) -> usize {

@@ -5,7 +5,7 @@
 //! Owns: parsing a kernel with naga (with the Consts it uses) and checking its signature against
 //! a par_loop's arguments, reporting errors by the kernel's own line numbers.
 
-use crate::codegen::wgsl::const_decl;
+use crate::codegen::consts;
 use crate::data::ConstValue;
 use crate::types::{DType, Scalar};
 use std::cell::RefCell;
@@ -154,7 +154,12 @@ impl Kernel {
             return Ok(());
         };
         let used = consts_used(src, consts);
-        let key = format!("{args:?}|{used:?}|{caps:?}");
+        // Const values do not change what compiles: the key has their names and types only.
+        let shapes: Vec<(&str, DType, usize, bool)> = used
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.dtype, v.words.len(), v.array))
+            .collect();
+        let key = format!("{args:?}|{shapes:?}|{caps:?}");
         if let Some(r) = self.0.checked.borrow().get(&key) {
             return r.clone();
         }
@@ -171,13 +176,11 @@ fn check_source(
     args: &[(DType, usize)],
     caps: naga::valid::Capabilities,
 ) -> Result<(), KernelProblem> {
-    let mut prelude = String::new();
-    for (n, v) in consts {
-        prelude.push_str(&const_decl(n, v));
-        prelude.push('\n');
-    }
+    // Checked as the generated module will hold it: Consts read from the uniform parameters.
+    let consts: Vec<(String, ConstValue)> = consts.iter().map(|&c| c.clone()).collect();
+    let prelude = consts::params_decl(consts::words(&consts).len() / 4);
     let offset = prelude.lines().count() as u32;
-    let full = format!("{prelude}{src}");
+    let full = format!("{prelude}{}", consts::inject(src, &consts));
     let wgsl_error = |loc: Option<naga::SourceLocation>, message: String| {
         let (line, column) = loc.map_or((0, 0), |l| (l.line_number, l.line_position));
         KernelProblem::Wgsl {

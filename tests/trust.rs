@@ -108,3 +108,44 @@ fn sizes_that_overflow_are_errors() {
     let big = Set::with_sections("big", sections);
     assert!(ctx.dat_zeros::<f32>("d", &big, 1).is_err());
 }
+
+/// A long-running program: 10,000 forces, each with a new Map, a new Dat and a new value of a
+/// Const. Pipelines are compiled once (Consts travel as uniforms), plans and bind groups of
+/// dropped Maps are released, and device memory stays where it was after the first forces.
+#[test]
+fn caches_and_device_memory_stay_bounded_over_10000_forces() {
+    let ctx = ctx_with(Config {
+        strategy: Strategy::GlobalColour, // a plan per Map
+        ..Config::from_env().unwrap()
+    });
+    let nodes = Set::new("nodes", 64);
+    let edges = Set::new("edges", 96);
+    let k = Kernel::new(
+        "spread",
+        "fn spread(e: ptr<function, array<f32, 2>>) { (*e)[0] = t; (*e)[1] = 2.0 * t; }",
+    );
+    let mut steady = None;
+    for i in 0..10_000u32 {
+        ctx.constant("t", i as f32).unwrap();
+        let vals: Vec<u32> = (0..192).map(|j| (j * 7 + i) % 64).collect();
+        let m = Map::new("m", &edges, &nodes, 2, &vals).unwrap();
+        let d = ctx.dat_zeros::<f32>("d", &nodes, 1).unwrap();
+        ctx.par_loop(&k, &edges, &[d.all(&m).inc()]).unwrap();
+        let total: f32 = d.data_ro().unwrap().iter().sum();
+        assert_eq!(total, 96.0 * 3.0 * i as f32, "force {i}");
+        if i == 100 {
+            steady = Some(ctx.stats());
+        }
+    }
+    let (s, at100) = (ctx.stats(), steady.unwrap());
+    eprintln!(
+        "after 10,000 forces: {} pipelines compiled, {} cached, {} plans cached, {} bind groups, \
+         {} device bytes (after 100 forces: {})",
+        s.pipelines_compiled, s.pipelines_cached, s.plans_cached, s.bind_groups_cached,
+        s.device_bytes, at100.device_bytes
+    );
+    assert_eq!(s.pipelines_compiled, 1);
+    assert!(s.plans_cached <= 1, "{} plans", s.plans_cached);
+    assert!(s.bind_groups_cached <= 4, "{} bind groups", s.bind_groups_cached);
+    assert_eq!(s.device_bytes, at100.device_bytes);
+}

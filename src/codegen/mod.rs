@@ -8,13 +8,14 @@
 //! Owns: the WGSL text and its validation with naga. Must never: touch buffers or the device
 //! (bindings are described by [`BindingIr`]; the runtime binds them in this order).
 
+pub mod consts;
 pub mod reduce;
 pub mod wgsl;
 
 use crate::data::ConstValue;
 use crate::types::{Access, DType};
 use std::fmt::Write;
-use wgsl::{const_decl, ident};
+use wgsl::ident;
 
 /// How a group's iteration positions are scheduled.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -279,11 +280,7 @@ fn header(g: &GroupIr, w: &mut String) {
 }
 
 fn declarations(g: &GroupIr, w: &mut String) {
-    w.push_str(
-        "struct PlParams {\n    n: u32,\n    base: u32,\n    wg_base: u32,\n    slots: u32,\n    \
-         nwg: u32,\n    pad0: u32,\n    pad1: u32,\n    pad2: u32,\n}\n\n\
-         @group(0) @binding(0) var<uniform> pl: PlParams;\n",
-    );
+    w.push_str(&consts::params_decl(consts::words(&g.consts).len() / 4));
     for (b, bind) in g.bindings.iter().enumerate() {
         let elem = match (&bind.kind, bind.atomic) {
             (BindingKind::Dat { dtype, .. } | BindingKind::Global { dtype, .. }, Atomic::No) => {
@@ -308,13 +305,8 @@ fn declarations(g: &GroupIr, w: &mut String) {
         );
     }
     w.push('\n');
-    for (name, v) in &g.consts {
-        let _ = writeln!(w, "{}", const_decl(name, v));
-    }
-    if !g.consts.is_empty() {
-        w.push('\n');
-    }
     for (name, src) in &g.kernels {
+        let src = consts::inject(src, &g.consts);
         let _ = writeln!(w, "// ---- kernel `{name}` ----\n{}\n", src.trim_end());
     }
     let wg = g.workgroup_size;

@@ -23,6 +23,8 @@ struct Cmd {
     /// Buffers in binding order after the params arena: (buffer id, bound bytes).
     bufs: Vec<(u64, u64)>,
     params: usize,
+    /// Bytes of the params binding (fixed fields plus the group's Const words).
+    params_bytes: u64,
     grid: (u32, u32),
     /// Index of the group in the force (for per-group timing).
     group: usize,
@@ -95,7 +97,7 @@ async fn fetch(ctx: &Inner, groups: &[Group], want: &[Rc<DataInner>]) -> Result<
         let mut st = ctx.rt.borrow_mut();
         st.purge();
         let choice = ctx.choice();
-        let mut params: Vec<Params> = Vec::new();
+        let mut params: Vec<(Params, Rc<[u32]>)> = Vec::new();
         let mut cmds: Vec<Cmd> = Vec::new();
         let mut scratch_words = 0u64;
         let mut loops = 0u64;
@@ -119,8 +121,13 @@ async fn fetch(ctx: &Inner, groups: &[Group], want: &[Rc<DataInner>]) -> Result<
             cmds[first..].iter_mut().for_each(|c| c.group = gi);
         }
         // The params arena and scratch must exist before bind groups refer to them.
+        let slot_bytes = params
+            .iter()
+            .map(|(_, c)| PARAMS_BYTES + 4 * c.len() as u64)
+            .max()
+            .unwrap_or(PARAMS_BYTES);
         let stride = wgpu::util::align_to(
-            std::mem::size_of::<Params>() as u64,
+            slot_bytes,
             gpu.limits.min_uniform_buffer_offset_alignment as u64,
         );
         if !params.is_empty() {
@@ -133,11 +140,15 @@ async fn fetch(ctx: &Inner, groups: &[Group], want: &[Rc<DataInner>]) -> Result<
                     "parloop params",
                 );
                 st.params = Some(b);
+                st.prune_bind_groups();
             }
             let mut raw = vec![0u8; bytes as usize];
-            for (k, p) in params.iter().enumerate() {
+            for (k, (p, c)) in params.iter().enumerate() {
                 let at = k * stride as usize;
-                raw[at..at + std::mem::size_of::<Params>()].copy_from_slice(bytemuck::bytes_of(p));
+                let consts: &[u8] = bytemuck::cast_slice(c);
+                let fixed = PARAMS_BYTES as usize;
+                raw[at..at + fixed].copy_from_slice(bytemuck::bytes_of(p));
+                raw[at + fixed..at + fixed + consts.len()].copy_from_slice(consts);
             }
             if let Some(b) = &st.params {
                 gpu.queue.write_buffer(&b.buffer, 0, &raw);
@@ -152,6 +163,7 @@ async fn fetch(ctx: &Inner, groups: &[Group], want: &[Rc<DataInner>]) -> Result<
             let (b, _) = st.storage(gpu, scratch_words * 4, "parloop scratch");
             if let Some(old) = st.scratch.replace(b) {
                 st.pool.entry(old.size).or_default().push(old);
+                st.prune_bind_groups();
             }
         }
         let scratch_id = st.scratch.as_ref().map(|b| (b.id, b.size));
@@ -352,6 +364,9 @@ async fn read_staging(ctx: &Inner, staging: Vec<(Rc<DataInner>, Buf)>) -> Result
     Ok(())
 }
 
+/// Bytes of the fixed dispatch parameters (the Const words follow them).
+const PARAMS_BYTES: u64 = std::mem::size_of::<Params>() as u64;
+
 /// Placeholder buffer id for the scratch buffer until its size is known.
 const SCRATCH: u64 = u64::MAX;
 
@@ -363,7 +378,7 @@ fn encode_group(
     encoder: &mut wgpu::CommandEncoder,
     g: &Group,
     mut lw: Lowered,
-    params: &mut Vec<Params>,
+    params: &mut Vec<(Params, Rc<[u32]>)>,
     cmds: &mut Vec<Cmd>,
 ) -> Result<u64> {
     let gpu = &ctx.gpu;
@@ -459,6 +474,16 @@ fn encode_group(
         }
     };
     let slots: u32 = ranges.iter().map(|r| r.2).sum();
+    let const_words: Rc<[u32]> = Rc::from(codegen::consts::words(&lw.ir.consts));
+    if const_words.len() > codegen::consts::MAX_WORDS {
+        return Err(Error::ParLoop(format!(
+            "{}: its Consts hold {} values, over the {} one loop group can carry: pass large \
+             tables as a Global or a Dat",
+            names(),
+            const_words.len(),
+            codegen::consts::MAX_WORDS
+        )));
+    }
     let grid_max = ctx
         .config
         .grid_limit
@@ -469,18 +494,22 @@ fn encode_group(
         if nwg == 0 {
             continue;
         }
-        params.push(Params {
-            n,
-            base,
-            wg_base,
-            slots,
-            nwg,
-            pad: [0; 3],
-        });
+        params.push((
+            Params {
+                n,
+                base,
+                wg_base,
+                slots,
+                nwg,
+                pad: [0; 3],
+            },
+            const_words.clone(),
+        ));
         cmds.push(Cmd {
             pipeline: pipeline.clone(),
             bufs: bufs.clone(),
             params: params.len() - 1,
+            params_bytes: PARAMS_BYTES + 4 * const_words.len() as u64,
             grid: grid(nwg, grid_max),
             group: 0,
         });
@@ -496,16 +525,20 @@ fn encode_group(
             &names(),
         )?;
         let global = bufs[red.binding];
-        params.push(Params {
-            n: slots,
-            base: off * slots,
-            nwg: red.dim as u32,
-            ..Default::default()
-        });
+        params.push((
+            Params {
+                n: slots,
+                base: off * slots,
+                nwg: red.dim as u32,
+                ..Default::default()
+            },
+            Rc::from(Vec::new()),
+        ));
         cmds.push(Cmd {
             pipeline: fin,
             bufs: vec![(SCRATCH, 0), global],
             params: params.len() - 1,
+            params_bytes: PARAMS_BYTES,
             grid: (1, 1),
             group: 0,
         });
@@ -645,6 +678,14 @@ fn ensure_plan(
             })
             .collect(),
     };
+    let deps: Vec<std::rc::Weak<crate::data::MapInner>> = spec
+        .races
+        .iter()
+        .map(|(_, m, _)| m)
+        .chain(spec.staged.iter().map(|(m, _, _)| m))
+        .map(|m| Rc::downgrade(&m.0))
+        .collect();
+    let subset = lw.space.subset().map(|s| Rc::downgrade(&s.0));
     let entry = if spec.colour {
         let c = plan::colour_elements(&input, spec.config.balance);
         let buffer = init_buf(gpu, &c.elem, "parloop plan");
@@ -653,6 +694,8 @@ fn ensure_plan(
             blocks: None,
             buffer,
             maxu: Vec::new(),
+            maps: deps.clone(),
+            subset: subset.clone(),
         }
     } else {
         let b = plan::build_blocks(&input, &spec.config).map_err(|e| match e {
@@ -667,6 +710,8 @@ fn ensure_plan(
             colour: None,
             blocks: Some(b),
             buffer,
+            maps: deps,
+            subset,
         }
     };
     let us = ((crate::util::now_ms() - t0) * 1e3) as u64;
@@ -682,6 +727,7 @@ fn ensure_plan(
 /// layout too). The module is validated with naga first.
 fn ensure_pipeline(st: &mut State, gpu: &Gpu, wgsl: &str, names: &str) -> Result<Rc<Pipeline>> {
     if let Some(p) = st.pipelines.get(wgsl) {
+        p.last_used.set(st.tick);
         return Ok(p.clone());
     }
     let module = codegen::validate(wgsl, gpu.capabilities()).map_err(|e| {
@@ -724,10 +770,12 @@ fn ensure_pipeline(st: &mut State, gpu: &Gpu, wgsl: &str, names: &str) -> Result
     st.stats.pipelines_compiled += 1;
     let p = Rc::new(Pipeline {
         id: st.stats.pipelines_compiled,
+        last_used: std::cell::Cell::new(st.tick),
         pipeline,
         layout,
     });
     st.pipelines.insert(wgsl.to_string(), p.clone());
+    st.bound_pipelines();
     Ok(p)
 }
 
@@ -790,7 +838,7 @@ fn bind_group(st: &mut State, gpu: &Gpu, c: &Cmd) -> Result<wgpu::BindGroup> {
         resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
             buffer: &params_buf.buffer,
             offset: 0,
-            size: NonZeroU64::new(std::mem::size_of::<Params>() as u64),
+            size: NonZeroU64::new(c.params_bytes),
         }),
     }];
     for (k, &(id, bytes)) in c.bufs.iter().enumerate() {

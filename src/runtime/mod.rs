@@ -64,6 +64,14 @@ pub struct Stats {
     pub host_loops: u64,
     /// Values copied between device and host for host-target loops.
     pub host_copies: u64,
+    /// Pipelines cached now (at most 256; Consts do not multiply them).
+    pub pipelines_cached: usize,
+    /// Plans cached now (a plan goes with the Maps and Subset it was built from).
+    pub plans_cached: usize,
+    /// Bind groups cached now.
+    pub bind_groups_cached: usize,
+    /// Bytes of device memory held now (data, maps, plans, pooled and readback buffers).
+    pub device_bytes: u64,
 }
 
 /// A built plan and its packed device buffer.
@@ -73,10 +81,26 @@ pub(crate) struct PlanEntry {
     pub buffer: Buf,
     /// Largest staged target count per staged map (hierarchical).
     pub maxu: Vec<usize>,
+    /// The Maps and the Subset the plan was built from: once one is dropped, so is the plan.
+    pub maps: Vec<Weak<MapInner>>,
+    pub subset: Option<Weak<SubsetInner>>,
 }
+
+impl PlanEntry {
+    fn alive(&self) -> bool {
+        self.maps.iter().all(|m| m.strong_count() > 0)
+            && self.subset.as_ref().is_none_or(|s| s.strong_count() > 0)
+    }
+}
+
+/// Pipelines kept at most; the least recently used goes first (a program that keeps making
+/// new kernels must not keep every shader it ever compiled).
+pub(crate) const MAX_PIPELINES: usize = 256;
 
 pub(crate) struct Pipeline {
     pub id: u64,
+    /// The force that last used it (for the least-recently-used bound).
+    pub last_used: std::cell::Cell<u64>,
     pub pipeline: wgpu::ComputePipeline,
     pub layout: wgpu::BindGroupLayout,
 }
@@ -98,6 +122,8 @@ pub(crate) struct State {
     pub scratch: Option<Buf>,
     pub stats: Stats,
     next_buf: u64,
+    /// Forces so far (the clock of the pipeline cache).
+    pub tick: u64,
 }
 
 /// Bytes a buffer of `bytes` is allocated with: powers of two up to 4 MiB, then whole MiB.
@@ -166,21 +192,71 @@ impl State {
         self.staging.entry(b.size).or_default().push(b);
     }
 
-    /// Returns the buffers of dropped Dats, Globals, Maps and Subsets to the pool, and forgets
-    /// bind groups that used them.
+    /// Returns the buffers of dropped Dats, Globals, Maps and Subsets to the pool, drops the
+    /// plans built from dropped Maps and Subsets, and forgets bind groups that used any of them.
     pub fn purge(&mut self) {
+        self.tick += 1;
         let mut freed = take_dead(&mut self.data);
         freed.extend(take_dead(&mut self.maps));
         freed.extend(take_dead(&mut self.subsets));
-        if freed.is_empty() {
+        let plans = self.plans.len();
+        self.plans.retain(|_, p| p.alive());
+        if freed.is_empty() && plans == self.plans.len() {
             return;
         }
-        let ids: Vec<u64> = freed.iter().map(|b| b.id).collect();
-        self.bind_groups
-            .retain(|(_, bufs), _| !bufs.iter().any(|(id, _)| ids.contains(id)));
         for b in freed {
             self.pool.entry(b.size).or_default().push(b);
         }
+        self.prune_bind_groups();
+    }
+
+    /// Forgets the bind groups that refer to a buffer or pipeline no longer in use.
+    pub fn prune_bind_groups(&mut self) {
+        let mut live: std::collections::HashSet<u64> = self
+            .data
+            .values()
+            .map(|(_, b)| b.id)
+            .chain(self.maps.values().map(|(_, b)| b.id))
+            .chain(self.subsets.values().map(|(_, b)| b.id))
+            .chain(self.plans.values().map(|p| p.buffer.id))
+            .chain(self.scratch.iter().map(|b| b.id))
+            .chain(self.params.iter().map(|b| b.id))
+            .collect();
+        live.insert(0);
+        let pipelines: std::collections::HashSet<u64> =
+            self.pipelines.values().map(|p| p.id).collect();
+        self.bind_groups.retain(|(pipeline, bufs), _| {
+            pipelines.contains(pipeline) && bufs.iter().all(|(id, _)| live.contains(id))
+        });
+    }
+
+    /// Keeps at most [`MAX_PIPELINES`] pipelines, dropping the least recently used.
+    pub fn bound_pipelines(&mut self) {
+        if self.pipelines.len() <= MAX_PIPELINES {
+            return;
+        }
+        let mut by_age: Vec<(u64, String)> = self
+            .pipelines
+            .iter()
+            .map(|(k, p)| (p.last_used.get(), k.clone()))
+            .collect();
+        by_age.sort();
+        for (_, k) in by_age.iter().take(self.pipelines.len() - MAX_PIPELINES) {
+            self.pipelines.remove(k);
+        }
+        self.prune_bind_groups();
+    }
+
+    /// Bytes of device memory parloop holds now: data, maps, subsets, plans, the pool, readback
+    /// buffers, parameters and scratch.
+    pub fn device_bytes(&self) -> u64 {
+        self.data.values().map(|(_, b)| b.size).sum::<u64>()
+            + self.maps.values().map(|(_, b)| b.size).sum::<u64>()
+            + self.subsets.values().map(|(_, b)| b.size).sum::<u64>()
+            + self.plans.values().map(|p| p.buffer.size).sum::<u64>()
+            + self.pool.values().flatten().map(|b| b.size).sum::<u64>()
+            + self.staging.values().flatten().map(|b| b.size).sum::<u64>()
+            + self.params.iter().chain(self.scratch.iter()).map(|b| b.size).sum::<u64>()
     }
 }
 
