@@ -38,23 +38,6 @@ pub struct Config {
     /// that tests reach 2-D grids and their idle workgroups on small meshes. None: the
     /// adapter's limit.
     pub grid_limit: Option<u32>,
-    /// Checks every dynamic index kernels apply to their arguments, and optionally the values
-    /// they write (`PARLOOP_CHECK=1|nan`); see [`Check`].
-    pub check: Check,
-}
-
-/// The checking mode: what the generated shaders verify at run time. A force whose loops broke
-/// a check returns an error naming the par_loop (kernel and the caller's file:line), the
-/// element, the argument, the index and the bound.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Check {
-    /// No checks (WGSL clamps an out-of-range index into the array, silently).
-    #[default]
-    Off,
-    /// Every dynamic index a kernel applies to one of its arguments.
-    Indices,
-    /// Indices, and NaN or infinity in any f32 value a kernel leaves in an argument it writes.
-    IndicesAndNan,
 }
 
 impl Default for Config {
@@ -71,7 +54,6 @@ impl Default for Config {
             adapter: AdapterChoice::Auto,
             profile: false,
             grid_limit: None,
-            check: Check::Off,
         }
     }
 }
@@ -87,7 +69,6 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("PARLOOP_TRACE_BOUND", "a positive integer"),
     ("PARLOOP_WORKGROUP_SIZE", "a positive integer"),
     ("PARLOOP_PROFILE", "0 or 1"),
-    ("PARLOOP_CHECK", "0, 1 or nan"),
     ("PARLOOP_ADAPTER", "auto, hardware, software or part of an adapter's name"),
     ("PARLOOP_BACKEND", "vulkan, gl, dx12 or metal (comma-separated)"),
 ];
@@ -169,13 +150,6 @@ impl Config {
                     c.workgroup_size = u32::try_from(positive(n, &v)?).map_err(|_| bad(n, &v))?
                 }
                 "PARLOOP_PROFILE" => c.profile = flag(n, &v)?,
-                "PARLOOP_CHECK" => {
-                    c.check = match v.trim().to_ascii_lowercase().as_str() {
-                        "nan" => Check::IndicesAndNan,
-                        _ if flag(n, &v)? => Check::Indices,
-                        _ => Check::Off,
-                    }
-                }
                 "PARLOOP_ADAPTER" => c.adapter = AdapterChoice::parse(&v),
                 "PARLOOP_BACKEND" => {
                     parse_backends(&v)?;
@@ -215,7 +189,5 @@ mod tests {
         assert!(e.contains("unknown") && e.contains("PARLOOP_STRATEGY"), "{e}");
         let e = vars(&[("PARLOOP_BACKEND", "vulcan")]).unwrap_err().to_string();
         assert!(e.contains("vulkan, gl"), "{e}");
-        assert_eq!(vars(&[("PARLOOP_CHECK", "nan")]).unwrap().check, Check::IndicesAndNan);
-        assert_eq!(vars(&[("PARLOOP_CHECK", "1")]).unwrap().check, Check::Indices);
     }
 }

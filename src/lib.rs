@@ -29,7 +29,7 @@ pub mod types;
 pub mod util;
 
 pub use codegen::Staging;
-pub use config::{Check, Config};
+pub use config::Config;
 pub use context::Context;
 pub use data::{Arg, ConstValue, Dat, Global, IterSpace, Map, Sections, Set, Subset};
 pub use error::{Error, Result};

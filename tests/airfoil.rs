@@ -6,7 +6,7 @@ mod common;
 use common::ctx_with;
 use parloop::apps::airfoil::{Airfoil, constants_f64, reference};
 use parloop::mesh::airfoil::{AirfoilMesh, counts, naca0012};
-use parloop::{Config, Global};
+use parloop::{Config, Global, Staging, Strategy};
 
 #[test]
 fn mesh_counts_follow_the_formula() {
@@ -47,22 +47,35 @@ fn grid_dat_round_trips() {
     );
 }
 
-/// A small mesh, 20 iterations: rms and q against the f64 reference within 1e-4 relative.
+/// A small mesh, 20 iterations: rms and q against the f64 reference within 1e-4 relative,
+/// under every strategy the adapter has.
 #[test]
 fn small_mesh_matches_the_double_precision_reference() {
     let mut m = naca0012(20, 30);
     m.round6();
-    let mut r = reference::State::<f64>::new(&m, constants_f64());
-    let ctx = ctx_with(Config::from_env().unwrap());
-    let a = Airfoil::new(&ctx, &m).unwrap();
+    let probe = ctx_with(Config::from_env().unwrap());
+    for (strategy, staging) in common::strategies(&probe) {
+        check_against_reference(&m, strategy, staging);
+    }
+}
+
+fn check_against_reference(m: &AirfoilMesh, strategy: Strategy, staging: Staging) {
+    let how = format!("{} {staging:?}", strategy.name());
+    let mut r = reference::State::<f64>::new(m, constants_f64());
+    let ctx = ctx_with(Config {
+        strategy,
+        staging,
+        ..Config::from_env().unwrap()
+    });
+    let a = Airfoil::new(&ctx, m).unwrap();
     for it in 1..=20 {
-        let rms_ref = r.iteration(&m);
+        let rms_ref = r.iteration(m);
         let g: Global<f32> = ctx.global("rms", &[0.0]).unwrap();
         a.iteration(Some(&g)).unwrap();
         if it % 5 == 0 {
             let rms = (g.value().unwrap()[0] as f64 / m.cells.len() as f64).sqrt();
             let rel = (rms - rms_ref).abs() / rms_ref;
-            assert!(rel < 1e-4, "iteration {it}: rms {rms:e} vs {rms_ref:e}");
+            assert!(rel < 1e-4, "{how}, iteration {it}: rms {rms:e} vs {rms_ref:e}");
         }
     }
     let q = a.q.data_ro().unwrap();
@@ -73,7 +86,7 @@ fn small_mesh_matches_the_double_precision_reference() {
         .fold(0.0f64, |m, (g, r)| m.max((*g as f64 - r).abs()));
     assert!(
         worst / scale < 1e-4,
-        "q differs by {:e} (relative)",
+        "{how}: q differs by {:e} (relative)",
         worst / scale
     );
 }

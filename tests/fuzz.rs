@@ -39,10 +39,14 @@ fn run_many(first: u64, count: u64) {
     let t0 = std::time::Instant::now();
     let mut failures = Vec::new();
     for seed in first..first + count {
-        let case = Case::new(seed, atomics);
+        let case = Case::new(seed, atomics, true);
+        let t = std::time::Instant::now();
         if let Err(e) = run_case(&case) {
             eprintln!("FAILED seed {seed} ({}):\n{e}\n", case.describe());
             failures.push(seed);
+        }
+        if std::env::var_os("FUZZ_TIMES").is_some() {
+            eprintln!("seed {seed}: {:.2} s ({})", t.elapsed().as_secs_f64(), case.describe());
         }
     }
     let secs = t0.elapsed().as_secs_f64();
@@ -54,9 +58,19 @@ fn run_many(first: u64, count: u64) {
     assert!(failures.is_empty(), "failing seeds: {failures:?}");
 }
 
+/// `FUZZ_CASES` and `FUZZ_FIRST` change the count and the first seed (CI runs fewer on the
+/// slower OpenGL adapter).
 #[test]
 fn random_programs_match_the_model() {
-    run_many(1, CI_CASES);
+    let count = std::env::var("FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(CI_CASES);
+    let first = std::env::var("FUZZ_FIRST")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    run_many(first, count);
 }
 
 #[test]
@@ -65,7 +79,11 @@ fn regression_seeds_match_the_model() {
     let atomics = probe.gpu().float_atomics();
     drop(probe);
     for &(seed, bug) in REGRESSIONS {
-        let case = Case::new(seed, atomics);
+        let case = Case::new(seed, atomics, false);
+        if !fuzz_model::allowed(case.strategy, case.staging) {
+            eprintln!("regression seed {seed} skipped: FUZZ_STRATEGIES leaves out its strategy");
+            continue;
+        }
         if let Err(e) = run_case(&case) {
             panic!("regression seed {seed} ({bug}; {}):\n{e}", case.describe());
         }
@@ -93,7 +111,7 @@ fn one_seed() {
         .and_then(|v| v.parse().ok())
         .expect("set FUZZ_SEED to the seed to replay");
     let probe = common::ctx();
-    let mut case = Case::new(seed, probe.gpu().float_atomics());
+    let mut case = Case::new(seed, probe.gpu().float_atomics(), false);
     drop(probe);
     // Overrides, to narrow a failure down: FUZZ_GRID_LIMIT (0: none), FUZZ_WORKGROUP_SIZE.
     if let Ok(v) = std::env::var("FUZZ_GRID_LIMIT") {

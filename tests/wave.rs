@@ -6,7 +6,7 @@ mod common;
 use common::ctx_with;
 use parloop::apps::wave::{Wave, reference};
 use parloop::mesh::{unit_square, vtk};
-use parloop::{Config, Strategy};
+use parloop::{Config, Staging, Strategy};
 
 fn max_rel_diff(gpu: &[f32], reference: &[f64]) -> f64 {
     let scale = reference.iter().fold(0.0f64, |m, v| m.max(v.abs()));
@@ -17,8 +17,8 @@ fn max_rel_diff(gpu: &[f32], reference: &[f64]) -> f64 {
     diff / scale
 }
 
-/// 200 steps on the 20 x 20 mesh equal the reference within 1e-5 (max norm, relative), lazy
-/// with fusion and eager.
+/// 200 steps on the 20 x 20 mesh equal the reference within 1e-5 (max norm, relative): eager,
+/// and lazy with fusion under every strategy the adapter has.
 #[test]
 fn two_hundred_steps_match_the_cpu_reference() {
     let (n, steps, dt) = (20, 200, 0.001);
@@ -26,10 +26,15 @@ fn two_hundred_steps_match_the_cpu_reference() {
     for _ in 0..steps {
         r.step(dt);
     }
-    for lazy in [true, false] {
+    let probe = ctx_with(Config::from_env().unwrap());
+    let mut configs: Vec<(bool, Strategy, Staging)> = vec![(false, Strategy::Auto, Staging::Inc)];
+    configs.extend(common::strategies(&probe).into_iter().map(|(s, st)| (true, s, st)));
+    for (lazy, strategy, staging) in configs {
         let ctx = ctx_with(Config {
             lazy,
             fusion: lazy,
+            strategy,
+            staging,
             ..Config::from_env().unwrap()
         });
         let mut w = Wave::new(&ctx, n, dt as f32).unwrap();
@@ -42,8 +47,9 @@ fn two_hundred_steps_match_the_cpu_reference() {
         let p = w.p.data_ro().unwrap().to_vec();
         let phi = w.phi.data_ro().unwrap().to_vec();
         let (ep, ephi) = (max_rel_diff(&p, &r.p), max_rel_diff(&phi, &r.phi));
-        assert!(ep <= 1e-5, "lazy {lazy}: p differs by {ep:e}");
-        assert!(ephi <= 1e-5, "lazy {lazy}: phi differs by {ephi:e}");
+        let how = format!("lazy {lazy}, {} {staging:?}", strategy.name());
+        assert!(ep <= 1e-5, "{how}: p differs by {ep:e}");
+        assert!(ephi <= 1e-5, "{how}: phi differs by {ephi:e}");
     }
 }
 
