@@ -159,11 +159,7 @@ fn run(a: Args) -> Result<()> {
         "strategy {}, {} mode, fusion {}: {} iterations in {wall:.2} s ({:.2} ms per iteration), \
          {:.1} dispatches and {:.3} submissions per iteration",
         strategy.name(),
-        if lazy {
-            "lazy"
-        } else {
-            "eager"
-        },
+        if lazy { "lazy" } else { "eager" },
         if fusion { "on" } else { "off" },
         a.iterations,
         wall * 1e3 / a.iterations as f64,

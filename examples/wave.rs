@@ -146,11 +146,7 @@ fn run(a: Args) -> Result<()> {
     println!(
         "run:            {steps} steps of dt = {}, mode {}, fusion {}, {} steps per force",
         a.dt,
-        if lazy {
-            "lazy"
-        } else {
-            "eager"
-        },
+        if lazy { "lazy" } else { "eager" },
         if fusion { "on" } else { "off" },
         a.steps_per_force
     );

@@ -62,15 +62,24 @@ impl Default for Config {
 pub const VARIABLES: &[(&str, &str)] = &[
     ("PARLOOP_LAZY", "0 or 1"),
     ("PARLOOP_FUSION", "0 or 1"),
-    ("PARLOOP_STRATEGY", "auto, atomics, global-colour, hierarchical or cas"),
+    (
+        "PARLOOP_STRATEGY",
+        "auto, atomics, global-colour, hierarchical or cas",
+    ),
     ("PARLOOP_STAGING", "none, inc or all"),
     ("PARLOOP_BLOCK_SIZE", "a positive integer"),
     ("PARLOOP_BALANCE", "0 or 1"),
     ("PARLOOP_TRACE_BOUND", "a positive integer"),
     ("PARLOOP_WORKGROUP_SIZE", "a positive integer"),
     ("PARLOOP_PROFILE", "0 or 1"),
-    ("PARLOOP_ADAPTER", "auto, hardware, software or part of an adapter's name"),
-    ("PARLOOP_BACKEND", "vulkan, gl, dx12 or metal (comma-separated)"),
+    (
+        "PARLOOP_ADAPTER",
+        "auto, hardware, software or part of an adapter's name",
+    ),
+    (
+        "PARLOOP_BACKEND",
+        "vulkan, gl, dx12 or metal (comma-separated)",
+    ),
 ];
 
 fn bad(name: &str, value: &str) -> Error {
@@ -177,17 +186,36 @@ mod tests {
 
     #[test]
     fn values_are_validated_with_the_accepted_ones_listed() {
-        let c = vars(&[("PARLOOP_STRATEGY", "cas"), ("PARLOOP_LAZY", "0"), ("HOME", "/")]).unwrap();
+        let c = vars(&[
+            ("PARLOOP_STRATEGY", "cas"),
+            ("PARLOOP_LAZY", "0"),
+            ("HOME", "/"),
+        ])
+        .unwrap();
         assert_eq!((c.strategy, c.lazy), (Strategy::Cas, false));
-        let e = vars(&[("PARLOOP_STRATEGY", "atomic")]).unwrap_err().to_string();
-        assert!(e.contains("\"atomic\"") && e.contains("global-colour"), "{e}");
+        let e = vars(&[("PARLOOP_STRATEGY", "atomic")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"atomic\"") && e.contains("global-colour"),
+            "{e}"
+        );
         let e = vars(&[("PARLOOP_LAZY", "maybe")]).unwrap_err().to_string();
         assert!(e.contains("PARLOOP_LAZY") && e.contains("0 or 1"), "{e}");
-        let e = vars(&[("PARLOOP_BLOCK_SIZE", "0")]).unwrap_err().to_string();
+        let e = vars(&[("PARLOOP_BLOCK_SIZE", "0")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("positive"), "{e}");
-        let e = vars(&[("PARLOOP_STRATEGIE", "cas")]).unwrap_err().to_string();
-        assert!(e.contains("unknown") && e.contains("PARLOOP_STRATEGY"), "{e}");
-        let e = vars(&[("PARLOOP_BACKEND", "vulcan")]).unwrap_err().to_string();
+        let e = vars(&[("PARLOOP_STRATEGIE", "cas")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown") && e.contains("PARLOOP_STRATEGY"),
+            "{e}"
+        );
+        let e = vars(&[("PARLOOP_BACKEND", "vulcan")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("vulkan, gl"), "{e}");
     }
 }

@@ -35,10 +35,13 @@ fn grid_dat_round_trips() {
     assert_eq!(back, m);
     assert_eq!(back.to_grid_dat(), text);
     let e = AirfoilMesh::from_grid_dat("3 1 0 0\n0 0\n1 0\n").unwrap_err();
-    assert!(e.contains("line 1") && e.contains("only 2 lines follow"), "{e}");
+    assert!(
+        e.contains("line 1") && e.contains("only 2 lines follow"),
+        "{e}"
+    );
     // A damaged header with huge counts: an error, not an allocation of billions of entries.
-    let e = AirfoilMesh::from_grid_dat("18446744073709551615 9999999999999 1 1\n0 0\n")
-        .unwrap_err();
+    let e =
+        AirfoilMesh::from_grid_dat("18446744073709551615 9999999999999 1 1\n0 0\n").unwrap_err();
     assert!(e.contains("18446744073709551615 nodes"), "{e}");
     let e = AirfoilMesh::from_grid_dat("2 1 0 0\n0 0\n1 0\n0 1 2 3\n").unwrap_err();
     assert!(
@@ -75,7 +78,10 @@ fn check_against_reference(m: &AirfoilMesh, strategy: Strategy, staging: Staging
         if it % 5 == 0 {
             let rms = (g.value().unwrap()[0] as f64 / m.cells.len() as f64).sqrt();
             let rel = (rms - rms_ref).abs() / rms_ref;
-            assert!(rel < 1e-4, "{how}, iteration {it}: rms {rms:e} vs {rms_ref:e}");
+            assert!(
+                rel < 1e-4,
+                "{how}, iteration {it}: rms {rms:e} vs {rms_ref:e}"
+            );
         }
     }
     let q = a.q.data_ro().unwrap();

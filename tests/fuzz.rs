@@ -22,11 +22,26 @@ use fuzz_model::{Case, run_case};
 
 /// Seeds that found bugs before they were fixed (kept as regression cases), with the bug.
 const REGRESSIONS: &[(u64, &str)] = &[
-    (2, "a host kernel saw a WRITE argument's old value, GPU kernels see zeros"),
-    (3, "a Global reduction with 48 invocations per workgroup dropped partial sums"),
-    (13, "a Global reduction with 96 invocations per workgroup dropped partial sums"),
-    (49, "hierarchical: one Dat incremented through two maps, stage-outs raced"),
-    (105, "a dropped Map's buffer, reused for a Dat, lacked COPY_DST"),
+    (
+        2,
+        "a host kernel saw a WRITE argument's old value, GPU kernels see zeros",
+    ),
+    (
+        3,
+        "a Global reduction with 48 invocations per workgroup dropped partial sums",
+    ),
+    (
+        13,
+        "a Global reduction with 96 invocations per workgroup dropped partial sums",
+    ),
+    (
+        49,
+        "hierarchical: one Dat incremented through two maps, stage-outs raced",
+    ),
+    (
+        105,
+        "a dropped Map's buffer, reused for a Dat, lacked COPY_DST",
+    ),
 ];
 
 /// Cases the default test run makes (a few minutes on a software adapter).
@@ -46,7 +61,11 @@ fn run_many(first: u64, count: u64) {
             failures.push(seed);
         }
         if std::env::var_os("FUZZ_TIMES").is_some() {
-            eprintln!("seed {seed}: {:.2} s ({})", t.elapsed().as_secs_f64(), case.describe());
+            eprintln!(
+                "seed {seed}: {:.2} s ({})",
+                t.elapsed().as_secs_f64(),
+                case.describe()
+            );
         }
     }
     let secs = t0.elapsed().as_secs_f64();
@@ -117,7 +136,10 @@ fn one_seed() {
     if let Ok(v) = std::env::var("FUZZ_GRID_LIMIT") {
         case.grid_limit = v.parse().ok().filter(|&l| l > 0);
     }
-    if let Some(v) = std::env::var("FUZZ_WORKGROUP_SIZE").ok().and_then(|v| v.parse().ok()) {
+    if let Some(v) = std::env::var("FUZZ_WORKGROUP_SIZE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
         case.workgroup_size = v;
     }
     eprintln!("seed {seed}: {}", case.describe());

@@ -369,8 +369,15 @@ fn cli_exits_quietly_when_the_reader_closes_the_pipe() {
     // A chain of 20,000 loops: far more text than a pipe buffers.
     let nodes: Vec<String> = (0..20_000)
         .map(|i| {
-            let needs = if i == 0 { String::new() } else { format!("\"n{}\"", i - 1) };
-            format!(r#"{{"id": "n{i}", "location": "L{}", "needs": [{needs}]}}"#, i % 7)
+            let needs = if i == 0 {
+                String::new()
+            } else {
+                format!("\"n{}\"", i - 1)
+            };
+            format!(
+                r#"{{"id": "n{i}", "location": "L{}", "needs": [{needs}]}}"#,
+                i % 7
+            )
         })
         .collect();
     let graph = dir.join("chain.json");

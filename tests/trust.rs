@@ -95,10 +95,16 @@ fn any_workgroup_size_reduces_exactly_and_bad_ones_are_refused() {
 fn sizes_that_overflow_are_errors() {
     let ctx = ctx();
     let huge = Set::new("huge", usize::MAX / 2);
-    let e = ctx.dat_zeros::<f32>("d", &huge, 3).err().unwrap().to_string();
+    let e = ctx
+        .dat_zeros::<f32>("d", &huge, 3)
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("`huge`") && e.contains("overflow"), "{e}");
     let small = Set::new("small", 4);
-    let e = Map::new("m", &huge, &small, 3, &[]).unwrap_err().to_string();
+    let e = Map::new("m", &huge, &small, 3, &[])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("arity 3 overflow"), "{e}");
     let sections = Sections {
         core: usize::MAX,
@@ -141,11 +147,19 @@ fn caches_and_device_memory_stay_bounded_over_10000_forces() {
     eprintln!(
         "after 10,000 forces: {} pipelines compiled, {} cached, {} plans cached, {} bind groups, \
          {} device bytes (after 100 forces: {})",
-        s.pipelines_compiled, s.pipelines_cached, s.plans_cached, s.bind_groups_cached,
-        s.device_bytes, at100.device_bytes
+        s.pipelines_compiled,
+        s.pipelines_cached,
+        s.plans_cached,
+        s.bind_groups_cached,
+        s.device_bytes,
+        at100.device_bytes
     );
     assert_eq!(s.pipelines_compiled, 1);
     assert!(s.plans_cached <= 1, "{} plans", s.plans_cached);
-    assert!(s.bind_groups_cached <= 4, "{} bind groups", s.bind_groups_cached);
+    assert!(
+        s.bind_groups_cached <= 4,
+        "{} bind groups",
+        s.bind_groups_cached
+    );
     assert_eq!(s.device_bytes, at100.device_bytes);
 }

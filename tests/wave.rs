@@ -28,7 +28,11 @@ fn two_hundred_steps_match_the_cpu_reference() {
     }
     let probe = ctx_with(Config::from_env().unwrap());
     let mut configs: Vec<(bool, Strategy, Staging)> = vec![(false, Strategy::Auto, Staging::Inc)];
-    configs.extend(common::strategies(&probe).into_iter().map(|(s, st)| (true, s, st)));
+    configs.extend(
+        common::strategies(&probe)
+            .into_iter()
+            .map(|(s, st)| (true, s, st)),
+    );
     for (lazy, strategy, staging) in configs {
         let ctx = ctx_with(Config {
             lazy,

@@ -87,7 +87,10 @@ mod cli {
                 // command-line tool, so exit quietly as `cat` does.
                 use std::io::Write;
                 let mut stdout = std::io::stdout().lock();
-                match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
+                match stdout
+                    .write_all(out.as_bytes())
+                    .and_then(|()| stdout.flush())
+                {
                     Ok(()) => 0,
                     Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
                     Err(e) => {

@@ -18,7 +18,10 @@ pub const MAX_WORDS: usize = 4096;
 
 /// The Consts' values packed in order, padded to whole vec4s.
 pub fn words(consts: &[(String, ConstValue)]) -> Vec<u32> {
-    let mut w: Vec<u32> = consts.iter().flat_map(|(_, v)| v.words.iter().copied()).collect();
+    let mut w: Vec<u32> = consts
+        .iter()
+        .flat_map(|(_, v)| v.words.iter().copied())
+        .collect();
     w.resize(w.len().div_ceil(4) * 4, 0);
     w
 }
@@ -203,12 +206,19 @@ mod tests {
         let out = inject(src, &consts);
         assert_eq!(out.lines().count(), src.lines().count());
         let lines: Vec<&str> = out.lines().collect();
-        assert!(lines[1].contains("{ let dt = bitcast<f32>(pl.c[0][0]); return"), "{out}");
+        assert!(
+            lines[1].contains("{ let dt = bitcast<f32>(pl.c[0][0]); return"),
+            "{out}"
+        );
         // `k` has a parameter named dt: only q is copied there.
-        assert!(lines[2].contains("{ var q = array<u32, 3>(pl.c[0][1], pl.c[0][2], pl.c[0][3]);"), "{out}");
+        assert!(
+            lines[2].contains("{ var q = array<u32, 3>(pl.c[0][1], pl.c[0][2], pl.c[0][3]);"),
+            "{out}"
+        );
         assert!(!lines[2].contains("let dt"), "{out}");
         assert_eq!(words(&consts), vec![0.5f32.to_bits(), 1, 2, 3]);
         let module = format!("{}\n{out}", params_decl(1));
-        naga::front::wgsl::parse_str(&module).unwrap_or_else(|e| panic!("{}", e.emit_to_string(&module)));
+        naga::front::wgsl::parse_str(&module)
+            .unwrap_or_else(|e| panic!("{}", e.emit_to_string(&module)));
     }
 }

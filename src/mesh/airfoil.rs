@@ -231,7 +231,11 @@ impl AirfoilMesh {
         ];
         // The header's counts must fit the lines the file has (a damaged header must not make
         // us reserve memory for billions of entries).
-        let lines_left = text.lines().skip(l0).filter(|l| !l.trim().is_empty()).count();
+        let lines_left = text
+            .lines()
+            .skip(l0)
+            .filter(|l| !l.trim().is_empty())
+            .count();
         let needed = [nn, nc, ne, nb]
             .iter()
             .try_fold(0usize, |a, &b| a.checked_add(b));

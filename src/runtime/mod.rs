@@ -256,7 +256,12 @@ impl State {
             + self.plans.values().map(|p| p.buffer.size).sum::<u64>()
             + self.pool.values().flatten().map(|b| b.size).sum::<u64>()
             + self.staging.values().flatten().map(|b| b.size).sum::<u64>()
-            + self.params.iter().chain(self.scratch.iter()).map(|b| b.size).sum::<u64>()
+            + self
+                .params
+                .iter()
+                .chain(self.scratch.iter())
+                .map(|b| b.size)
+                .sum::<u64>()
     }
 }
 

@@ -251,7 +251,9 @@ impl World {
             })
             .collect();
         w.add_map("c2n", 0, 1, 3, c2n);
-        let c2n2: Vec<u32> = (0..ncells * 2).map(|_| w.rng.below(nnodes) as u32).collect();
+        let c2n2: Vec<u32> = (0..ncells * 2)
+            .map(|_| w.rng.below(nnodes) as u32)
+            .collect();
         w.add_map("c2n_b", 0, 1, 2, c2n2);
         let perm = |rng: &mut Rng, n: usize| {
             let mut p: Vec<u32> = (0..n as u32).collect();
@@ -274,11 +276,19 @@ impl World {
             let vals = random_values(&mut w.rng, dtype, dim);
             let name = format!("g{i}");
             let handle = match dtype {
-                DType::F32 => AnyGlobal::F(w.ctx.global(&name, bytemuck::cast_slice(&vals)).unwrap()),
+                DType::F32 => {
+                    AnyGlobal::F(w.ctx.global(&name, bytemuck::cast_slice(&vals)).unwrap())
+                }
                 DType::U32 => AnyGlobal::U(w.ctx.global(&name, &vals).unwrap()),
-                DType::I32 => AnyGlobal::I(w.ctx.global(&name, bytemuck::cast_slice(&vals)).unwrap()),
+                DType::I32 => {
+                    AnyGlobal::I(w.ctx.global(&name, bytemuck::cast_slice(&vals)).unwrap())
+                }
             };
-            w.globals.push(GlobalT { handle, dtype, vals });
+            w.globals.push(GlobalT {
+                handle,
+                dtype,
+                vals,
+            });
         }
         w
     }
@@ -288,10 +298,11 @@ impl World {
         let n = self.sets[to].total();
         let injective = |cols: Vec<u32>| {
             let mut seen = vec![false; n];
-            cols.into_iter().all(|t| !std::mem::replace(&mut seen[t as usize], true))
+            cols.into_iter()
+                .all(|t| !std::mem::replace(&mut seen[t as usize], true))
         };
-        let columns_injective = (0..arity)
-            .all(|j| injective(values.iter().skip(j).step_by(arity).copied().collect()));
+        let columns_injective =
+            (0..arity).all(|j| injective(values.iter().skip(j).step_by(arity).copied().collect()));
         let all_injective = injective(values.clone());
         self.maps.push(MapT {
             map: Some(map),
@@ -325,9 +336,13 @@ impl World {
             (DType::F32, true) => AnyDat::F(ctx.dat_zeros(name, s, dim).unwrap()),
             (DType::U32, true) => AnyDat::U(ctx.dat_zeros(name, s, dim).unwrap()),
             (DType::I32, true) => AnyDat::I(ctx.dat_zeros(name, s, dim).unwrap()),
-            (DType::F32, false) => AnyDat::F(ctx.dat(name, s, dim, bytemuck::cast_slice(&vals)).unwrap()),
+            (DType::F32, false) => {
+                AnyDat::F(ctx.dat(name, s, dim, bytemuck::cast_slice(&vals)).unwrap())
+            }
             (DType::U32, false) => AnyDat::U(ctx.dat(name, s, dim, &vals).unwrap()),
-            (DType::I32, false) => AnyDat::I(ctx.dat(name, s, dim, bytemuck::cast_slice(&vals)).unwrap()),
+            (DType::I32, false) => {
+                AnyDat::I(ctx.dat(name, s, dim, bytemuck::cast_slice(&vals)).unwrap())
+            }
         };
         self.dats.push(DatT {
             handle: Some(handle),
@@ -372,7 +387,11 @@ impl World {
             let direct = to == set && (maps.is_empty() || self.rng.chance(0.5));
             if direct {
                 let access = Access::ALL[self.rng.below(6)];
-                args.push(ArgT { data: d, via: ViaT::Direct, access });
+                args.push(ArgT {
+                    data: d,
+                    via: ViaT::Direct,
+                    access,
+                });
                 continue;
             }
             if maps.is_empty() {
@@ -386,7 +405,11 @@ impl World {
             } else {
                 ViaT::At(m, self.rng.below(mt.arity))
             };
-            let injective = if all { mt.all_injective } else { mt.columns_injective };
+            let injective = if all {
+                mt.all_injective
+            } else {
+                mt.columns_injective
+            };
             let access = if injective {
                 Access::ALL[self.rng.below(6)]
             } else {
@@ -395,7 +418,11 @@ impl World {
             if !maps_used.contains(&m) {
                 maps_used.push(m);
             }
-            args.push(ArgT { data: d, via, access });
+            args.push(ArgT {
+                data: d,
+                via,
+                access,
+            });
             // The same Dat reduced through a second map (two staged copies of one Dat).
             if access.is_reduction() && self.rng.chance(0.3) {
                 if let Some(&m2) = maps.iter().find(|&&m2| m2 != m) {
@@ -404,14 +431,22 @@ impl World {
                     }
                     if maps_used.contains(&m2) {
                         let via = ViaT::At(m2, self.rng.below(self.maps[m2].arity));
-                        args.push(ArgT { data: d, via, access });
+                        args.push(ArgT {
+                            data: d,
+                            via,
+                            access,
+                        });
                     }
                 }
             }
         }
         for g in 0..self.globals.len() {
             if self.rng.chance(0.3) {
-                args.push(ArgT { data: g, via: ViaT::Global, access: REDUCE[self.rng.below(4)] });
+                args.push(ArgT {
+                    data: g,
+                    via: ViaT::Global,
+                    access: REDUCE[self.rng.below(4)],
+                });
             }
         }
         args
@@ -443,7 +478,10 @@ impl World {
             ViaT::At(m, j) => vec![self.maps[m].values[e * self.maps[m].arity + j] as usize],
             ViaT::All(m) => {
                 let ar = self.maps[m].arity;
-                self.maps[m].values[e * ar..(e + 1) * ar].iter().map(|&t| t as usize).collect()
+                self.maps[m].values[e * ar..(e + 1) * ar]
+                    .iter()
+                    .map(|&t| t as usize)
+                    .collect()
             }
         }
     }

@@ -48,8 +48,9 @@ pub fn run_case(case: &Case) -> Result<(), String> {
         let kernel = if w.rng.chance(0.12) {
             let (t, fzk) = (template.clone(), w.fzk);
             Kernel::host(name, move |h: &mut HostArgs| {
-                let mut vals: Vec<Vec<u32>> =
-                    (0..t.args.len()).map(|i| h.get::<u32>(i).to_vec()).collect();
+                let mut vals: Vec<Vec<u32>> = (0..t.args.len())
+                    .map(|i| h.get::<u32>(i).to_vec())
+                    .collect();
                 t.eval(fzk, &mut vals);
                 for (i, v) in vals.iter().enumerate() {
                     h.get_mut::<u32>(i).copy_from_slice(v);
@@ -70,7 +71,12 @@ pub fn run_case(case: &Case) -> Result<(), String> {
             w.ctx.par_loop(&kernel, &w.subsets[set].0, &pargs)
         };
         if std::env::var_os("FUZZ_TRACE").is_some() {
-            eprintln!("loop {l} over space {space} ({} elements), host {}: {pargs:?}\n{}", elements.len(), !kernel.wgsl().is_some(), template.wgsl(name));
+            eprintln!(
+                "loop {l} over space {space} ({} elements), host {}: {pargs:?}\n{}",
+                elements.len(),
+                kernel.wgsl().is_none(),
+                template.wgsl(name)
+            );
         }
         result.map_err(|e| format!("loop {l}: {e}"))?;
         w.apply(&template, &elements, &args);
@@ -81,7 +87,9 @@ pub fn run_case(case: &Case) -> Result<(), String> {
         }
         // Drop a temporary (its buffer returns to the pool at the next force).
         if w.rng.chance(0.15) {
-            let live: Vec<usize> = (0..w.dats.len()).filter(|&d| w.dats[d].handle.is_some()).collect();
+            let live: Vec<usize> = (0..w.dats.len())
+                .filter(|&d| w.dats[d].handle.is_some())
+                .collect();
             if live.len() > 2 {
                 let d = live[w.rng.below(live.len())];
                 w.dats[d].handle = None;
@@ -105,7 +113,7 @@ pub fn run_case(case: &Case) -> Result<(), String> {
 fn check_one(w: &World, l: usize) -> Result<(), String> {
     let at = format!("after loop {l}");
     let n = w.dats.len() + w.globals.len();
-    let mut rng = Rng::new(l as u64 ^ w.dats.len() as u64 * 31);
+    let mut rng = Rng::new(l as u64 ^ (w.dats.len() as u64 * 31));
     let i = rng.below(n);
     if i < w.dats.len() {
         check_dat(w, i, &at)
@@ -117,15 +125,28 @@ fn check_one(w: &World, l: usize) -> Result<(), String> {
 fn transient_map_and_dat(w: &mut World, l: usize) -> Result<(), String> {
     let ncells = w.sets[0].size();
     let nnodes = w.sets[1].size();
-    let values: Vec<u32> = (0..ncells * 2).map(|_| w.rng.below(nnodes) as u32).collect();
+    let values: Vec<u32> = (0..ncells * 2)
+        .map(|_| w.rng.below(nnodes) as u32)
+        .collect();
     w.add_map(&format!("tm{l}"), 0, 1, 2, values);
     let m = w.maps.len() - 1;
     let d = w.add_dat_on(&format!("td{l}"), 1, DType::F32, 1);
-    let args = [ArgT { data: d, via: ViaT::All(m), access: Access::Inc }];
+    let args = [ArgT {
+        data: d,
+        via: ViaT::All(m),
+        access: Access::Inc,
+    }];
     let template = Template {
         k: 1,
         uses_const: false,
-        args: vec![TArg { dtype: DType::F32, width: 2, access: Access::Inc, c: 0, m: 1, d: 0 }],
+        args: vec![TArg {
+            dtype: DType::F32,
+            width: 2,
+            access: Access::Inc,
+            c: 0,
+            m: 1,
+            d: 0,
+        }],
     };
     let kernel = Kernel::new("fz_t", template.wgsl("fz_t"));
     let pargs: Vec<Arg> = args.iter().map(|a| w.arg(a)).collect();
@@ -147,11 +168,26 @@ fn check_dat(w: &World, d: usize, at: &str) -> Result<(), String> {
     let dt = &w.dats[d];
     let Some(h) = &dt.handle else { return Ok(()) };
     let (name, got): (String, Vec<u32>) = match h {
-        AnyDat::F(x) => (x.name().into(), bytemuck::cast_slice(&*x.data_ro().map_err(|e| e.to_string())?).to_vec()),
-        AnyDat::U(x) => (x.name().into(), x.data_ro().map_err(|e| e.to_string())?.to_vec()),
-        AnyDat::I(x) => (x.name().into(), bytemuck::cast_slice(&*x.data_ro().map_err(|e| e.to_string())?).to_vec()),
+        AnyDat::F(x) => (
+            x.name().into(),
+            bytemuck::cast_slice(&x.data_ro().map_err(|e| e.to_string())?).to_vec(),
+        ),
+        AnyDat::U(x) => (
+            x.name().into(),
+            x.data_ro().map_err(|e| e.to_string())?.to_vec(),
+        ),
+        AnyDat::I(x) => (
+            x.name().into(),
+            bytemuck::cast_slice(&x.data_ro().map_err(|e| e.to_string())?).to_vec(),
+        ),
     };
-    compare(&format!("Dat `{name}` ({:?}, dim {}) {at}", dt.dtype, dt.dim), dt.dtype, &got, &dt.vals, w)
+    compare(
+        &format!("Dat `{name}` ({:?}, dim {}) {at}", dt.dtype, dt.dim),
+        dt.dtype,
+        &got,
+        &dt.vals,
+        w,
+    )
 }
 
 fn check_global(w: &World, g: usize, at: &str) -> Result<(), String> {
@@ -161,7 +197,13 @@ fn check_global(w: &World, g: usize, at: &str) -> Result<(), String> {
         AnyGlobal::U(x) => x.value().map_err(|e| e.to_string())?,
         AnyGlobal::I(x) => bytemuck::cast_slice(&x.value().map_err(|e| e.to_string())?).to_vec(),
     };
-    compare(&format!("Global g{g} ({:?}) {at}", gt.dtype), gt.dtype, &got, &gt.vals, w)
+    compare(
+        &format!("Global g{g} ({:?}) {at}", gt.dtype),
+        gt.dtype,
+        &got,
+        &gt.vals,
+        w,
+    )
 }
 
 fn compare(what: &str, dtype: DType, got: &[u32], want: &[u32], w: &World) -> Result<(), String> {
@@ -170,7 +212,11 @@ fn compare(what: &str, dtype: DType, got: &[u32], want: &[u32], w: &World) -> Re
         _ => a == b,
     };
     if got.len() != want.len() {
-        return Err(format!("{what}: {} values, the model has {}", got.len(), want.len()));
+        return Err(format!(
+            "{what}: {} values, the model has {}",
+            got.len(),
+            want.len()
+        ));
     }
     let bad: Vec<usize> = (0..got.len()).filter(|&i| !same(got[i], want[i])).collect();
     if bad.is_empty() {
@@ -191,6 +237,11 @@ fn compare(what: &str, dtype: DType, got: &[u32], want: &[u32], w: &World) -> Re
         bad.len(),
         got.len(),
         first.join(", "),
-        w.ctx.explain().lines().take(12).collect::<Vec<_>>().join("\n")
+        w.ctx
+            .explain()
+            .lines()
+            .take(12)
+            .collect::<Vec<_>>()
+            .join("\n")
     ))
 }

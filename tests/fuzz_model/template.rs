@@ -3,6 +3,7 @@
 //! visible value (f32 scaled by 4, integers as they are) times a weight; every output is a
 //! clamped or masked function of `s`, its position and the argument.
 
+#![allow(clippy::needless_range_loop)] // one index runs over several arrays, as the kernels do
 use parloop::{Access, DType};
 
 /// One argument of a template.
