@@ -7,7 +7,7 @@
 use clap::{Parser, ValueEnum};
 use parloop::apps::airfoil::{Airfoil, bytes_per_call, constants_f32, constants_f64, reference};
 use parloop::mesh::airfoil::{AirfoilMesh, naca0012};
-use parloop::{Config, Context, Result, Strategy};
+use parloop::{Config, Context, Result};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -119,21 +119,13 @@ fn run(a: Args) -> Result<()> {
         return run_reference(&a, &m, p);
     }
     // Defaults from the PARLOOP_* variables; flags override them.
-    let env = Config::from_env()?;
-    let strategy = match &a.strategy {
-        Some(s) => Strategy::parse(s).ok_or_else(|| {
-            parloop::Error::Usage(format!(
-                "unknown strategy {s:?}: use auto, atomics, global-colour, hierarchical or cas"
-            ))
-        })?,
-        None => env.strategy,
-    };
-    let lazy = a.mode.map_or(env.lazy, |m| m == Mode::Lazy);
-    let fusion = env.fusion && !a.no_fusion;
+    let env = Config::from_env()?.with_flags(
+        a.strategy.as_deref(),
+        a.mode.map(|m| m == Mode::Lazy),
+        a.no_fusion,
+    )?;
+    let (lazy, fusion, strategy) = (env.lazy, env.fusion, env.strategy);
     let ctx = Context::with_config(Config {
-        lazy,
-        fusion,
-        strategy,
         profile: !a.no_profile,
         ..env
     })?;

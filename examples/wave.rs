@@ -7,7 +7,7 @@ use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use parloop::apps::wave::{Wave, reference};
 use parloop::mesh::{unit_square, vtk::Series};
-use parloop::{Config, Context, Result, Strategy};
+use parloop::{Config, Context, Result};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -73,23 +73,13 @@ fn run(a: Args) -> Result<()> {
         return run_reference(&a, steps);
     }
     // Defaults from the PARLOOP_* variables; flags override them.
-    let env = Config::from_env()?;
-    let strategy = match &a.strategy {
-        Some(s) => Strategy::parse(s).ok_or_else(|| {
-            parloop::Error::Usage(format!(
-                "unknown strategy {s:?}: use auto, atomics, global-colour, hierarchical or cas"
-            ))
-        })?,
-        None => env.strategy,
-    };
-    let lazy = a.mode.map_or(env.lazy, |m| m == Mode::Lazy);
-    let fusion = env.fusion && !a.no_fusion;
-    let ctx = Context::with_config(Config {
-        lazy,
-        fusion,
-        strategy,
-        ..env
-    })?;
+    let env = Config::from_env()?.with_flags(
+        a.strategy.as_deref(),
+        a.mode.map(|m| m == Mode::Lazy),
+        a.no_fusion,
+    )?;
+    let (lazy, fusion) = (env.lazy, env.fusion);
+    let ctx = Context::with_config(env)?;
     let mut w = Wave::new(&ctx, a.n, a.dt as f32)?;
     let e0 = w.energy()?;
     let mut series = (a.every > 0)

@@ -131,6 +131,26 @@ impl Config {
         Config::from_vars(std::env::vars())
     }
 
+    /// Command-line flags on top of this configuration (the examples' `--strategy`, `--mode`,
+    /// `--no-fusion`): a flag given overrides, a flag left out keeps what the environment said.
+    pub fn with_flags(
+        mut self,
+        strategy: Option<&str>,
+        lazy: Option<bool>,
+        no_fusion: bool,
+    ) -> Result<Config> {
+        if let Some(s) = strategy {
+            self.strategy = Strategy::parse(s).ok_or_else(|| {
+                Error::Usage(format!(
+                    "unknown strategy {s:?}: use auto, atomics, global-colour, hierarchical or cas"
+                ))
+            })?;
+        }
+        self.lazy = lazy.unwrap_or(self.lazy);
+        self.fusion &= !no_fusion;
+        Ok(self)
+    }
+
     /// [`Config::from_env`] on given variables (the ones not starting with `PARLOOP_` are
     /// ignored).
     pub fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Result<Config> {
@@ -217,5 +237,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("vulkan, gl"), "{e}");
+        // Flags override the environment only where given.
+        let env = vars(&[("PARLOOP_STRATEGY", "cas"), ("PARLOOP_LAZY", "0")]).unwrap();
+        let c = env.clone().with_flags(None, None, true).unwrap();
+        assert_eq!((c.strategy, c.lazy, c.fusion), (Strategy::Cas, false, false));
+        let c = env.with_flags(Some("atomics"), Some(true), false).unwrap();
+        assert_eq!((c.strategy, c.lazy, c.fusion), (Strategy::Atomics, true, true));
+        let e = Config::default().with_flags(Some("atomic"), None, false).unwrap_err();
+        assert!(e.to_string().contains("global-colour"), "{e}");
     }
 }

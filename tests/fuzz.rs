@@ -113,7 +113,7 @@ fn regression_seeds_match_the_model() {
 #[test]
 #[ignore]
 fn long_run() {
-    // The long run keeps hierarchical cases with grid limits (see `Case::quarantine`).
+    // Hierarchical staging is quarantined unless asked for (see `Case::quarantine`).
     if std::env::var_os("FUZZ_HIERARCHICAL_GRID").is_none() {
         eprintln!("long run: set FUZZ_HIERARCHICAL_GRID=1 to include the quarantined cases");
     }

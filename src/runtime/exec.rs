@@ -3,28 +3,26 @@
 //! needs before and the readbacks the host asked for after; host groups run between regions,
 //! with data copied only where it crosses.
 
-use super::lower::{Lowered, PlanSpec, Resource, lower};
-use super::{Buf, Gpu, Pipeline, PlanEntry, State, host};
+use super::cache::{bind_group, data_buffer, ensure_pipeline, ensure_plan};
+use super::lower::{Lowered, Resource, lower};
+use super::{Buf, Pipeline, PlanEntry, State, host};
 use crate::codegen::{self, Params, Schedule, reduce};
 use crate::context::Inner;
 use crate::data::DataInner;
 use crate::error::{Error, Result};
 use crate::fuse::Group;
-use crate::plan::{self, PlanInput, RaceArg, StagedMap};
 use crate::types::{Access, DType};
 use std::collections::HashSet;
-use std::num::NonZeroU64;
 use std::rc::Rc;
-use wgpu::util::DeviceExt;
 
 /// One dispatch: the pipeline, the bind group (by cache key), the params slot, the grid.
-struct Cmd {
-    pipeline: Rc<Pipeline>,
+pub(super) struct Cmd {
+    pub pipeline: Rc<Pipeline>,
     /// Buffers in binding order after the params arena: (buffer id, bound bytes).
-    bufs: Vec<(u64, u64)>,
+    pub bufs: Vec<(u64, u64)>,
     params: usize,
     /// Bytes of the params binding (fixed fields plus the group's Const words).
-    params_bytes: u64,
+    pub params_bytes: u64,
     grid: (u32, u32),
     /// Index of the group in the force (for per-group timing).
     group: usize,
@@ -365,7 +363,7 @@ async fn read_staging(ctx: &Inner, staging: Vec<(Rc<DataInner>, Buf)>) -> Result
 }
 
 /// Bytes of the fixed dispatch parameters (the Const words follow them).
-const PARAMS_BYTES: u64 = std::mem::size_of::<Params>() as u64;
+pub(super) const PARAMS_BYTES: u64 = std::mem::size_of::<Params>() as u64;
 
 /// Placeholder buffer id for the scratch buffer until its size is known.
 const SCRATCH: u64 = u64::MAX;
@@ -567,299 +565,8 @@ fn grid(nwg: u32, max: u32) -> (u32, u32) {
 }
 
 /// Bytes a storage binding covers (at least 4).
-fn bound(bytes: u64) -> u64 {
+pub(super) fn bound(bytes: u64) -> u64 {
     bytes.max(4)
-}
-
-fn init_buf(gpu: &Gpu, words: &[u32], label: &str) -> Buf {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1 << 40);
-    let contents: &[u8] = if words.is_empty() {
-        &[0; 4]
-    } else {
-        bytemuck::cast_slice(words)
-    };
-    let buffer = gpu
-        .device
-        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(label),
-            contents,
-            usage: wgpu::BufferUsages::STORAGE,
-        });
-    Buf {
-        id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-        size: contents.len() as u64,
-        buffer,
-    }
-}
-
-/// The device buffer of a Dat or Global, made current: created (or reused from the pool) at
-/// first use, uploaded when the host copy is newer, cleared when it was never written.
-fn data_buffer(
-    st: &mut State,
-    gpu: &Gpu,
-    encoder: &mut wgpu::CommandEncoder,
-    d: &Rc<DataInner>,
-) -> Result<(u64, u64)> {
-    let bytes = d.bytes();
-    let max = gpu.limits.max_storage_buffer_binding_size;
-    if bytes > max {
-        return Err(Error::ParLoop(format!(
-            "{} `{}` needs {bytes} bytes, over the adapter's max_storage_buffer_binding_size of \
-             {max} bytes: split it into several Dats (or use an adapter with larger bindings)",
-            d.kind(),
-            d.name
-        )));
-    }
-    let fresh = !st.data.contains_key(&d.id);
-    if fresh {
-        let (buf, zeroed) = st.storage(gpu, bytes, &d.name);
-        if zeroed {
-            st.stats.data_bytes += buf.size;
-        }
-        if !d.host_valid.get() && !d.device_valid.get() {
-            if !zeroed {
-                encoder.clear_buffer(&buf.buffer, 0, None);
-            }
-            d.device_valid.set(true);
-        }
-        st.data.insert(d.id, (Rc::downgrade(d), buf));
-    }
-    if d.host_valid.get() && !d.device_valid.get() {
-        let host = d.host.borrow();
-        if !host.is_empty() {
-            gpu.queue
-                .write_buffer(&st.data[&d.id].1.buffer, 0, bytemuck::cast_slice(&host));
-        }
-        d.device_valid.set(true);
-        st.stats.uploads += 1;
-    }
-    Ok((st.data[&d.id].1.id, bound(bytes)))
-}
-
-fn ensure_plan(
-    st: &mut State,
-    gpu: &Gpu,
-    lw: &Lowered,
-    spec: &PlanSpec,
-) -> std::result::Result<Rc<PlanEntry>, String> {
-    if let Some(p) = st.plans.get(&spec.key) {
-        return Ok(p.clone());
-    }
-    let t0 = crate::util::now_ms();
-    let sections = lw.space.set().sections();
-    let section_ends = if lw.space.subset().is_some() {
-        Vec::new()
-    } else {
-        vec![sections.core]
-    };
-    let input = PlanInput {
-        positions: lw.positions(),
-        elements: lw.space.subset().map(|s| s.indices()),
-        section_ends,
-        space_sizes: spec.space_sizes.clone(),
-        races: spec
-            .races
-            .iter()
-            .map(|(s, m, idx)| RaceArg {
-                space: *s,
-                map: m.values(),
-                arity: m.arity(),
-                idx: *idx,
-            })
-            .collect(),
-        staged: spec
-            .staged
-            .iter()
-            .map(|(m, bytes, slots)| StagedMap {
-                map: m.values(),
-                arity: m.arity(),
-                bytes_per_target: *bytes,
-                slots_per_element: *slots,
-            })
-            .collect(),
-    };
-    let deps: Vec<std::rc::Weak<crate::data::MapInner>> = spec
-        .races
-        .iter()
-        .map(|(_, m, _)| m)
-        .chain(spec.staged.iter().map(|(m, _, _)| m))
-        .map(|m| Rc::downgrade(&m.0))
-        .collect();
-    let subset = lw.space.subset().map(|s| Rc::downgrade(&s.0));
-    let entry = if spec.colour {
-        let c = plan::colour_elements(&input, spec.config.balance);
-        let buffer = init_buf(gpu, &c.elem, "parloop plan");
-        PlanEntry {
-            colour: Some(c),
-            blocks: None,
-            buffer,
-            maxu: Vec::new(),
-            maps: deps.clone(),
-            subset: subset.clone(),
-        }
-    } else {
-        let b = plan::build_blocks(&input, &spec.config).map_err(|e| match e {
-            plan::PlanError::ElementTooLarge { bytes, limit } => format!(
-                "one element stages {bytes} bytes of workgroup memory, over the {limit} bytes \
-                 available: use staging `none`, or the `atomics` or `global-colour` strategy"
-            ),
-        })?;
-        let buffer = init_buf(gpu, &b.pack(), "parloop plan");
-        PlanEntry {
-            maxu: b.staged.iter().map(|s| s.maxu).collect(),
-            colour: None,
-            blocks: Some(b),
-            buffer,
-            maps: deps,
-            subset,
-        }
-    };
-    let us = ((crate::util::now_ms() - t0) * 1e3) as u64;
-    log::debug!("plan built in {us} us: {}", spec.key);
-    st.stats.plans_built += 1;
-    st.stats.plan_build_us += us;
-    let entry = Rc::new(entry);
-    st.plans.insert(spec.key.clone(), entry.clone());
-    Ok(entry)
-}
-
-/// The pipeline of a WGSL module, compiled once (cached by the WGSL text, which fixes the
-/// layout too). The module is validated with naga first.
-fn ensure_pipeline(st: &mut State, gpu: &Gpu, wgsl: &str, names: &str) -> Result<Rc<Pipeline>> {
-    if let Some(p) = st.pipelines.get(wgsl) {
-        p.last_used.set(st.tick);
-        return Ok(p.clone());
-    }
-    let module = codegen::validate(wgsl, gpu.capabilities()).map_err(|e| {
-        Error::Kernel(format!(
-            "{names}: the generated shader does not validate (a parloop bug; please report it \
-             with this message):\n{e}"
-        ))
-    })?;
-    let entries = layout_entries(&module);
-    let device = &gpu.device;
-    #[cfg(not(target_arch = "wasm32"))]
-    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-        label: Some("parloop"),
-        entries: &entries,
-    });
-    let pl_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-        label: Some("parloop"),
-        bind_group_layouts: &[Some(&layout)],
-        immediate_size: 0,
-    });
-    let shader = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: Some("parloop group"),
-        source: wgpu::ShaderSource::Wgsl(wgsl.into()),
-    });
-    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: Some("parloop group"),
-        layout: Some(&pl_layout),
-        module: &shader,
-        entry_point: Some("pl_main"),
-        compilation_options: Default::default(),
-        cache: None,
-    });
-    #[cfg(not(target_arch = "wasm32"))]
-    if let Some(e) = pollster::block_on(scope.pop()) {
-        return Err(Error::Device(format!(
-            "{names}: the device could not compile the loop's shader: {e}"
-        )));
-    }
-    st.stats.pipelines_compiled += 1;
-    let p = Rc::new(Pipeline {
-        id: st.stats.pipelines_compiled,
-        last_used: std::cell::Cell::new(st.tick),
-        pipeline,
-        layout,
-    });
-    st.pipelines.insert(wgsl.to_string(), p.clone());
-    st.bound_pipelines();
-    Ok(p)
-}
-
-/// Bind group layout entries from the module's globals: binding 0 the params (uniform, dynamic
-/// offset), the others storage buffers, read-only or not as declared.
-fn layout_entries(m: &naga::Module) -> Vec<wgpu::BindGroupLayoutEntry> {
-    let mut entries: Vec<wgpu::BindGroupLayoutEntry> = m
-        .global_variables
-        .iter()
-        .filter_map(|(_, v)| {
-            let b = v.binding.as_ref()?;
-            let ty = match v.space {
-                naga::AddressSpace::Uniform => wgpu::BufferBindingType::Uniform,
-                naga::AddressSpace::Storage { access } => wgpu::BufferBindingType::Storage {
-                    read_only: !access.contains(naga::StorageAccess::STORE),
-                },
-                _ => return None,
-            };
-            Some(wgpu::BindGroupLayoutEntry {
-                binding: b.binding,
-                visibility: wgpu::ShaderStages::COMPUTE,
-                ty: wgpu::BindingType::Buffer {
-                    ty,
-                    has_dynamic_offset: ty == wgpu::BufferBindingType::Uniform,
-                    min_binding_size: None,
-                },
-                count: None,
-            })
-        })
-        .collect();
-    entries.sort_by_key(|e| e.binding);
-    entries
-}
-
-fn bind_group(st: &mut State, gpu: &Gpu, c: &Cmd) -> Result<wgpu::BindGroup> {
-    let params = st.params.as_ref().map_or(0, |b| b.id);
-    let mut key_bufs = vec![(params, 0)];
-    key_bufs.extend_from_slice(&c.bufs);
-    let key = (c.pipeline.id, key_bufs);
-    if let Some(bg) = st.bind_groups.get(&key) {
-        return Ok(bg.clone());
-    }
-    let lookup = |id: u64| -> Option<&wgpu::Buffer> {
-        st.data
-            .values()
-            .map(|(_, b)| b)
-            .chain(st.maps.values().map(|(_, b)| b))
-            .chain(st.subsets.values().map(|(_, b)| b))
-            .chain(st.scratch.iter())
-            .chain(st.plans.values().map(|p| &p.buffer))
-            .find(|b| b.id == id)
-            .map(|b| &b.buffer)
-    };
-    let params_buf = st
-        .params
-        .as_ref()
-        .ok_or_else(|| Error::Device("internal: no params buffer".into()))?;
-    let mut entries = vec![wgpu::BindGroupEntry {
-        binding: 0,
-        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-            buffer: &params_buf.buffer,
-            offset: 0,
-            size: NonZeroU64::new(c.params_bytes),
-        }),
-    }];
-    for (k, &(id, bytes)) in c.bufs.iter().enumerate() {
-        let buffer =
-            lookup(id).ok_or_else(|| Error::Device(format!("internal: buffer {id} is gone")))?;
-        entries.push(wgpu::BindGroupEntry {
-            binding: k as u32 + 1,
-            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer,
-                offset: 0,
-                size: NonZeroU64::new(bytes.max(4)),
-            }),
-        });
-    }
-    let bg = gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: Some("parloop"),
-        layout: &c.pipeline.layout,
-        entries: &entries,
-    });
-    st.bind_groups.insert(key, bg.clone());
-    Ok(bg)
 }
 
 /// Combines two values of a reduction on the host (bit patterns of `dtype`).

@@ -5,6 +5,7 @@
 //! Owns: every wgpu object. Must never: decide what runs (the trace and the fusion pass do) or
 //! what the shader says (codegen does).
 
+mod cache;
 pub mod device;
 pub(crate) mod exec;
 mod host;

@@ -63,7 +63,7 @@ impl Case {
     /// Known open bug: hierarchical staging with a grid limit (idle workgroups in a rounded-up
     /// 2-D grid) failed 2 of 160 seeds in one of five runs (seeds 30 and 114), after the
     /// idle-workgroup fix. Until it is found, the default runs give hierarchical cases no grid
-    /// limit; FUZZ_HIERARCHICAL_GRID=1 (and the long run) keep it.
+    /// limit; FUZZ_HIERARCHICAL_GRID=1 keeps it (the long run too).
     fn quarantine(mut self) -> Case {
         let keep = std::env::var_os("FUZZ_HIERARCHICAL_GRID").is_some();
         if self.strategy == Strategy::Hierarchical && self.staging != Staging::None && !keep {
