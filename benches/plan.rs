@@ -223,12 +223,13 @@ fn main() {
                 map,
                 arity,
                 idx: None,
+                staged: Some(0),
             }],
             staged: vec![StagedMap {
                 map,
                 arity,
                 bytes_per_target: bpt,
-                slots_per_element: arity,
+                slots: None,
             }],
         };
         let t = Instant::now();

@@ -224,7 +224,7 @@ mod cli {
                 } else {
                     0
                 },
-            slots_per_element: shape.arity,
+            slots: None,
         }];
         if stage_all {
             for (m, arity, bytes) in &shape.read_maps {
@@ -232,7 +232,7 @@ mod cli {
                     map: m,
                     arity: *arity,
                     bytes_per_target: *bytes,
-                    slots_per_element: *arity,
+                    slots: None,
                 });
             }
         }
@@ -246,6 +246,7 @@ mod cli {
                 map: &shape.map,
                 arity: shape.arity,
                 idx: None,
+                staged: Some(0),
             }],
             staged,
         };

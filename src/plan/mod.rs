@@ -19,6 +19,10 @@ pub struct RaceArg<'a> {
     pub map: &'a [u32],
     pub arity: usize,
     pub idx: Option<usize>,
+    /// The staged map (index into [`PlanInput::staged`]) the increments are gathered through,
+    /// if any. A block's stage-out writes every target it staged through that map, so those
+    /// targets join the block's footprint for block colouring.
+    pub staged: Option<usize>,
 }
 
 /// A map whose targets a block stages in workgroup memory.
@@ -28,8 +32,24 @@ pub struct StagedMap<'a> {
     pub arity: usize,
     /// Workgroup bytes per distinct target (sum of 4 x dim of the Dats staged through it).
     pub bytes_per_target: usize,
-    /// Map indices an element uses (arity, or the number of distinct single indices).
-    pub slots_per_element: usize,
+    /// The map indices staged, ascending; None: all of them. Only these targets are staged,
+    /// so only these indices may be looked up through the local numbering.
+    pub slots: Option<&'a [usize]>,
+}
+
+impl StagedMap<'_> {
+    /// Map indices staged per element.
+    pub fn slots_per_element(&self) -> usize {
+        self.slots.map_or(self.arity, <[usize]>::len)
+    }
+    /// Calls f with each staged target of element e.
+    fn each_target(&self, e: usize, mut f: impl FnMut(u32)) {
+        let row = &self.map[e * self.arity..(e + 1) * self.arity];
+        match self.slots {
+            Some(slots) => slots.iter().for_each(|&j| f(row[j])),
+            None => row.iter().for_each(|&t| f(t)),
+        }
+    }
 }
 
 /// The loop a plan is for.
@@ -220,7 +240,7 @@ pub fn default_block_size(input: &PlanInput, workgroup_memory: usize) -> usize {
     let per_element: usize = input
         .staged
         .iter()
-        .map(|m| m.bytes_per_target * m.slots_per_element)
+        .map(|m| m.bytes_per_target * m.slots_per_element())
         .sum();
     if per_element == 0 {
         return 256;
@@ -294,9 +314,17 @@ fn build_with_size(input: &PlanInput, config: &PlanConfig, size: usize) -> Block
             thread_colour.push(col[i]);
         }
         block_ncolours.push(n);
+        // The footprint: the racing entries, and every target the block's stage-out writes
+        // (a staged map may stage more indices than the increments go through).
         let mut fp = Vec::new();
         for p in lo..hi {
             input.entries(p, &mut fp);
+            let e = input.element(p);
+            for r in &input.races {
+                if let Some(k) = r.staged {
+                    input.staged[k].each_target(e, |t| fp.push((r.space, t)));
+                }
+            }
         }
         fp.sort_unstable();
         fp.dedup();
@@ -346,8 +374,7 @@ fn renumber(m: &StagedMap, elem: &[u32], block_offsets: &[u32]) -> StagedPlan {
         let (lo, hi) = (block_offsets[b] as usize, block_offsets[b + 1] as usize);
         local.clear();
         for &e in &elem[lo..hi] {
-            let e = e as usize;
-            local.extend_from_slice(&m.map[e * m.arity..(e + 1) * m.arity]);
+            m.each_target(e as usize, |t| local.push(t));
         }
         local.sort_unstable();
         local.dedup();
@@ -355,7 +382,7 @@ fn renumber(m: &StagedMap, elem: &[u32], block_offsets: &[u32]) -> StagedPlan {
             let e = elem[p] as usize;
             for j in 0..m.arity {
                 let t = m.map[e * m.arity + j];
-                // Present by construction.
+                // Present by construction for staged indices; 0 (never read) for the others.
                 sp.g2l[p * m.arity + j] = local.binary_search(&t).unwrap_or(0) as u32;
             }
         }

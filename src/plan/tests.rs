@@ -42,7 +42,7 @@ fn case() -> impl Strategy<Value = Case> {
         })
 }
 
-fn input(c: &Case, idx: Option<usize>, stage: bool) -> PlanInput<'_> {
+fn input<'a>(c: &'a Case, idx: Option<usize>, stage: bool, slots: Option<&'a [usize]>) -> PlanInput<'a> {
     let positions = c.subset.as_ref().map_or(c.n, Vec::len);
     PlanInput {
         positions,
@@ -54,13 +54,14 @@ fn input(c: &Case, idx: Option<usize>, stage: bool) -> PlanInput<'_> {
             map: &c.map,
             arity: c.arity,
             idx,
+            staged: stage.then_some(0),
         }],
         staged: if stage {
             vec![StagedMap {
                 map: &c.map,
                 arity: c.arity,
                 bytes_per_target: 16,
-                slots_per_element: c.arity,
+                slots,
             }]
         } else {
             vec![]
@@ -84,9 +85,13 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(120))]
 
     #[test]
-    fn hierarchical_plan_is_race_free_and_consistent(c in case(), all in any::<bool>(), balance in any::<bool>(), small in any::<bool>()) {
+    fn hierarchical_plan_is_race_free_and_consistent(c in case(), all in any::<bool>(), balance in any::<bool>(), small in any::<bool>(), stage_all in any::<bool>()) {
         let idx = if all { None } else { Some(c.arity - 1) };
-        let inp = input(&c, idx, true);
+        // The map stages the index the increments use, or all indices (a read through
+        // another index, when staging all).
+        let last = [c.arity - 1];
+        let slots = (!all && !stage_all).then_some(&last[..]);
+        let inp = input(&c, idx, true, slots);
         let config = PlanConfig {
             workgroup_memory: if small { 512 } else { 4096 },
             block_size: None,
@@ -127,27 +132,34 @@ proptest! {
                 }
             }
         }
-        // Same block colour: disjoint footprints.
+        // Same block colour: disjoint footprints, where a block's footprint is every target
+        // its stage-out writes (the staged targets, a superset of its increments' targets).
+        let sp = &plan.staged[0];
         for col in 0..plan.block_colours() {
             let mut used: HashSet<u32> = HashSet::new();
             for &b in &plan.block_order[plan.colour_offsets[col]..plan.colour_offsets[col + 1]] {
                 prop_assert_eq!(plan.block_colour[b as usize], col as u32);
                 let (lo, hi) = (plan.block_offsets[b as usize] as usize, plan.block_offsets[b as usize + 1] as usize);
-                let fp: HashSet<u32> = (lo..hi).flat_map(|p| targets_of(&c, plan.elem[p], idx)).collect();
-                for t in fp {
+                let l2g = &sp.l2g[sp.l2g_offsets[b as usize] as usize..sp.l2g_offsets[b as usize + 1] as usize];
+                for p in lo..hi {
+                    for t in targets_of(&c, plan.elem[p], idx) {
+                        prop_assert!(l2g.contains(&t), "target {} of block {} not staged", t, b);
+                    }
+                }
+                for &t in l2g {
                     prop_assert!(used.insert(t), "blocks of colour {} share target {}", col, t);
                 }
             }
         }
-        // Local and global numbering are inverse.
-        let sp = &plan.staged[0];
+        // Local and global numbering are inverse (on the staged indices).
         for b in 0..plan.blocks() {
             let (lo, hi) = (plan.block_offsets[b] as usize, plan.block_offsets[b + 1] as usize);
             let l2g = &sp.l2g[sp.l2g_offsets[b] as usize..sp.l2g_offsets[b + 1] as usize];
             prop_assert!(l2g.windows(2).all(|w| w[0] < w[1]));
+            let staged: Vec<usize> = slots.map_or((0..c.arity).collect(), <[usize]>::to_vec);
             for p in lo..hi {
                 let e = plan.elem[p] as usize;
-                for j in 0..c.arity {
+                for &j in &staged {
                     prop_assert_eq!(l2g[sp.g2l[p * c.arity + j] as usize], c.map[e * c.arity + j]);
                 }
             }
@@ -162,7 +174,7 @@ proptest! {
     #[test]
     fn global_colouring_is_race_free(c in case(), all in any::<bool>(), balance in any::<bool>()) {
         let idx = if all { None } else { Some(0) };
-        let inp = input(&c, idx, false);
+        let inp = input(&c, idx, false, None);
         let plan = colour_elements(&inp, balance);
         prop_assert_eq!(plan.elem.len(), inp.positions);
         for col in 0..plan.colours() {
@@ -189,12 +201,13 @@ fn a_single_element_too_large_is_an_error() {
             map: &map,
             arity: 4,
             idx: None,
+            staged: Some(0),
         }],
         staged: vec![StagedMap {
             map: &map,
             arity: 4,
             bytes_per_target: 64,
-            slots_per_element: 4,
+            slots: None,
         }],
     };
     let config = PlanConfig {

@@ -103,11 +103,12 @@ pub(super) fn ensure_plan(
         races: spec
             .races
             .iter()
-            .map(|(s, m, idx)| RaceArg {
+            .map(|(s, m, idx, slot)| RaceArg {
                 space: *s,
                 map: m.values(),
                 arity: m.arity(),
                 idx: *idx,
+                staged: *slot,
             })
             .collect(),
         staged: spec
@@ -117,14 +118,14 @@ pub(super) fn ensure_plan(
                 map: m.values(),
                 arity: m.arity(),
                 bytes_per_target: *bytes,
-                slots_per_element: *slots,
+                slots: slots.as_deref(),
             })
             .collect(),
     };
     let deps: Vec<std::rc::Weak<crate::data::MapInner>> = spec
         .races
         .iter()
-        .map(|(_, m, _)| m)
+        .map(|(_, m, _, _)| m)
         .chain(spec.staged.iter().map(|(m, _, _)| m))
         .map(|m| Rc::downgrade(&m.0))
         .collect();

@@ -80,10 +80,10 @@ pub(crate) struct PlanSpec {
     pub key: String,
     pub colour: bool,
     pub space_sizes: Vec<usize>,
-    /// (space, map, index) of each racing argument.
-    pub races: Vec<(usize, Map, Option<usize>)>,
-    /// (map, bytes per target, slots per element) of each staged map.
-    pub staged: Vec<(Map, usize, usize)>,
+    /// (space, map, index, staged map slot) of each racing argument.
+    pub races: Vec<(usize, Map, Option<usize>, Option<usize>)>,
+    /// (map, bytes per target, map indices staged (None: all)) of each staged map.
+    pub staged: Vec<(Map, usize, Option<Vec<usize>>)>,
     pub config: PlanConfig,
 }
 
@@ -189,7 +189,11 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
             Via::Map(_, j) => Some(j),
             _ => None,
         };
-        races.push((s, arg.map().cloned().expect("racing args have maps"), idx));
+        let map = arg.map().cloned().expect("racing args have maps");
+        let slot = staged.iter().position(|(m, dats, _)| {
+            m.id() == map.id() && dats.iter().any(|&(id, _)| id == arg.data.id)
+        });
+        races.push((s, map, idx, slot));
     }
     let space_sizes: Vec<usize> = spaces
         .iter()
@@ -291,15 +295,15 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
         )
     });
     let plan = planned.then(|| {
-        let staged_spec: Vec<(Map, usize, usize)> = staged
+        let staged_spec: Vec<(Map, usize, Option<Vec<usize>>)> = staged
             .iter()
             .map(|(m, dats, idxs)| {
                 let bytes: usize = dats.iter().map(|&(_, dim)| dim * 4).sum();
-                let slots = if idxs.contains(&None) {
-                    m.arity()
-                } else {
-                    idxs.len()
-                };
+                let slots = (!idxs.contains(&None)).then(|| {
+                    let mut s: Vec<usize> = idxs.iter().flatten().copied().collect();
+                    s.sort_unstable();
+                    s
+                });
                 (m.clone(), bytes, slots)
             })
             .collect();
@@ -316,11 +320,11 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
             matches!(schedule, Schedule::GlobalColour),
             space.set().sections()
         );
-        for (s, m, idx) in &races {
-            let _ = write!(key, "r{s}:{}:{idx:?},", m.id());
+        for (s, m, idx, slot) in &races {
+            let _ = write!(key, "r{s}:{}:{idx:?}:{slot:?},", m.id());
         }
         for (m, bytes, slots) in &staged_spec {
-            let _ = write!(key, "s{}:{bytes}:{slots},", m.id());
+            let _ = write!(key, "s{}:{bytes}:{slots:?},", m.id());
         }
         let _ = write!(key, "|{config:?}");
         PlanSpec {

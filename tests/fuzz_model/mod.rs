@@ -57,23 +57,8 @@ impl Case {
             workgroup_size: [64, 64, 32, 128, 16, 48, 96][rng.below(7)],
             grid_limit: rng.chance(0.6).then(|| 1 + rng.below(4) as u32),
         }
-        .quarantine()
     }
 
-    /// Known open bug: hierarchical staging with a grid limit (idle workgroups in a rounded-up
-    /// 2-D grid) failed 2 of 160 seeds in one of five runs (seeds 30 and 114), after the
-    /// idle-workgroup fix. Until it is found, the default runs give hierarchical cases no grid
-    /// limit; FUZZ_HIERARCHICAL_GRID=1 keeps it (the long run too).
-    fn quarantine(mut self) -> Case {
-        let keep = std::env::var_os("FUZZ_HIERARCHICAL_GRID").is_some();
-        if self.strategy == Strategy::Hierarchical && self.staging != Staging::None && !keep {
-            // Also open: seed 49 (one Dat incremented through two staged maps) still fails
-            // intermittently after the storage-barrier fix, so staged cases run unstaged here.
-            self.grid_limit = None;
-            self.staging = Staging::None;
-        }
-        self
-    }
     pub fn describe(&self) -> String {
         format!(
             "strategy {} staging {:?}, {}, fusion {}, block size {:?}, workgroup size {}, grid \
