@@ -1,5 +1,5 @@
 //! Airfoil on the standard mesh (720,000 cells), 1000 iterations with each strategy: total time,
-//! per-group GPU time and GB/s (bytes model of notes/plan.md), and the ratio to the plain-Rust
+//! per-group GPU time and GB/s (bytes model of docs/background.md), and the ratio to the plain-Rust
 //! sequential implementation of the same kernels (release build, same machine).
 //!
 //! `cargo bench --bench airfoil` (AIRFOIL_ITERATIONS overrides the 1000 iterations).

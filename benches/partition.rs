@@ -50,7 +50,7 @@ fn main() {
             );
         }
     }
-    println!("\nLoops found on the seed-derived cases (notes/partitioning.md):\n");
+    println!("\nLoops found on the seed-derived cases (docs/background.md):\n");
     println!("| case | optimum | best | exact | list | moose | tvm |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/partition");

@@ -170,7 +170,7 @@ fn main() {
         "cargo bench --bench plan",
     );
     println!(
-        "GB/s from notes/plan.md's bytes model ({:.1} MB per call in single precision).\n",
+        "GB/s from the bytes model of docs/background.md ({:.1} MB per call in single precision).\n",
         res_bytes / 1e6
     );
     println!("| strategy | GPU ms/call | GB/s |");

@@ -34,6 +34,11 @@ pub struct Config {
     /// Time each loop group on the GPU with timestamp queries (`PARLOOP_PROFILE=1`); costs a
     /// compute pass per group and a readback per force.
     pub profile: bool,
+    /// Checking mode (`PARLOOP_CHECK=1`): every dynamic index a GPU kernel applies to one of
+    /// its arguments is checked on the device, and a force whose loops indexed out of range
+    /// returns [`Error::Check`] naming the par_loop, argument, element, index and bound. Costs
+    /// a guard per index and a readback per force; off by default.
+    pub check: bool,
     /// Caps the workgroups per grid dimension below the adapter's limit (65535 on most), so
     /// that tests reach 2-D grids and their idle workgroups on small meshes. None: the
     /// adapter's limit.
@@ -53,6 +58,7 @@ impl Default for Config {
             workgroup_size: 64,
             adapter: AdapterChoice::Auto,
             profile: false,
+            check: false,
             grid_limit: None,
         }
     }
@@ -72,6 +78,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("PARLOOP_TRACE_BOUND", "a positive integer"),
     ("PARLOOP_WORKGROUP_SIZE", "a positive integer"),
     ("PARLOOP_PROFILE", "0 or 1"),
+    ("PARLOOP_CHECK", "0 or 1"),
     (
         "PARLOOP_ADAPTER",
         "auto, hardware, software or part of an adapter's name",
@@ -179,6 +186,7 @@ impl Config {
                     c.workgroup_size = u32::try_from(positive(n, &v)?).map_err(|_| bad(n, &v))?
                 }
                 "PARLOOP_PROFILE" => c.profile = flag(n, &v)?,
+                "PARLOOP_CHECK" => c.check = flag(n, &v)?,
                 "PARLOOP_ADAPTER" => c.adapter = AdapterChoice::parse(&v),
                 "PARLOOP_BACKEND" => {
                     parse_backends(&v)?;

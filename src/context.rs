@@ -40,6 +40,7 @@ impl Inner {
             workgroup_size: self.config.workgroup_size,
             float_atomics: self.gpu.float_atomics(),
             workgroup_memory: self.gpu.limits.max_compute_workgroup_storage_size as usize,
+            check: self.config.check,
         }
     }
 }

@@ -19,6 +19,9 @@ pub enum Error {
     /// The device reported an error while running recorded work.
     #[error("{0}")]
     Device(String),
+    /// Checking mode found a kernel indexing one of its arguments out of range.
+    #[error("{0}")]
+    Check(String),
     /// The host used an object in a way that cannot work (e.g. a live borrow during a readback).
     #[error("{0}")]
     Usage(String),

@@ -1,4 +1,4 @@
-//! The lazy trace: PyOP2's laziness conformance cases (notes/lazy.md), the seed's wave loop body
+//! The lazy trace: PyOP2's laziness conformance cases (docs/background.md), the seed's wave loop body
 //! DAG, dropped temporaries, the trace bound, and lazy = eager on random programs.
 
 mod common;

@@ -1,4 +1,4 @@
-//! The partitioner against the seed-derived cases (notes/partitioning.md), a brute-force
+//! The partitioner against the seed-derived cases (docs/background.md), a brute-force
 //! minimum on random graphs, the validator, and the CLI's error handling.
 
 use parloop::graph::generate::{RandomShape, random};

@@ -1,7 +1,8 @@
 // The page: drives the wasm App (simulation + rendering) and the controls. With ?test=1 it runs
 // a fixed number of steps and prints a checksum of p to the console for the headless test;
 // with ?bench=1 it prints steps/s. Results and errors go to the console as
-// "PARLOOP_RESULT {json}" / "PARLOOP_ERROR message".
+// "PARLOOP_RESULT {json}" / "PARLOOP_ERROR message". ?check=1 runs the kernels in checking mode
+// (out-of-range indices into kernel arguments become errors).
 import init, { App } from "./pkg/parloop_web.js";
 
 const $ = (id) => document.getElementById(id);
@@ -21,7 +22,7 @@ async function open(n, offscreen = false) {
   }
   await init();
   try {
-    return await App.create($("canvas"), n, offscreen);
+    return await App.create($("canvas"), n, offscreen, params.get("check") === "1");
   } catch (e) {
     throw new Error("WebGPU is present but no adapter or device could be opened: " + e);
   }

@@ -1,4 +1,4 @@
-//! Airfoil, OP2's standard benchmark (notes/airfoil.md): a 2D inviscid Euler finite-volume solver
+//! Airfoil, OP2's standard benchmark: a 2D inviscid Euler finite-volume solver
 //! on the NACA0012 C-grid, marched to steady state by a predictor/corrector loop. The five
 //! kernels in WGSL, the driver, the bytes each kernel moves, and an independent plain-Rust
 //! implementation ([`reference`]) in f32 or f64.
@@ -136,7 +136,7 @@ pub fn constants_f64() -> Constants<f64> {
 }
 
 /// Bytes each kernel moves per call (single precision, each datum once; the maps included):
-/// the model of notes/plan.md, extended to all five kernels.
+/// the model of docs/background.md, extended to all five kernels.
 pub fn bytes_per_call(m: &AirfoilMesh) -> [(&'static str, f64); 5] {
     let (nn, nc, ne, nb) = m.counts();
     let (nn, nc, ne, nb) = (nn as f64, nc as f64, ne as f64, nb as f64);

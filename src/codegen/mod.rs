@@ -8,6 +8,7 @@
 //! Owns: the WGSL text and its validation with naga. Must never: touch buffers or the device
 //! (bindings are described by [`BindingIr`]; the runtime binds them in this order).
 
+pub mod check;
 pub mod consts;
 pub mod reduce;
 pub mod wgsl;
@@ -65,6 +66,8 @@ pub enum BindingKind {
     Plan,
     /// Reduction partials (u32 words).
     Scratch,
+    /// Checking mode's records (four `atomic<u32>` words per loop of the group).
+    Check,
 }
 
 /// How the shader sees a binding's elements.
@@ -168,6 +171,8 @@ pub struct GroupIr {
     pub subset: Option<usize>,
     pub plan: Option<usize>,
     pub scratch: Option<usize>,
+    /// Checking mode: the binding of the check records; kernels' dynamic indices are guarded.
+    pub check: Option<usize>,
     pub workgroup_size: u32,
 }
 
@@ -185,7 +190,9 @@ pub struct Params {
     pub slots: u32,
     /// Workgroups that carry work (the rest of a 2-D grid idles).
     pub nwg: u32,
-    pub pad: [u32; 3],
+    /// Checking mode: the first word of this group's records in the check buffer.
+    pub check: u32,
+    pub pad: [u32; 2],
 }
 
 /// Words of the plan header (offsets of the plan arrays) before the staged maps' entries.
@@ -202,6 +209,7 @@ impl GroupIr {
             BindingKind::Subset => return "pl_subset".into(),
             BindingKind::Plan => return "pl_plan".into(),
             BindingKind::Scratch => return "pl_scratch".into(),
+            BindingKind::Check => return "pl_check".into(),
         };
         let id = ident(&self.bindings[b].name);
         if id.is_empty() {
@@ -259,11 +267,17 @@ impl GroupIr {
 
 /// Generates the WGSL module of a group.
 pub fn generate(g: &GroupIr) -> String {
+    generate_checked(g).0
+}
+
+/// The shader and, in checking mode, the index sites it guards (numbered as the records
+/// name them).
+pub fn generate_checked(g: &GroupIr) -> (String, Vec<check::CheckSite>) {
     let mut w = String::new();
     header(g, &mut w);
-    declarations(g, &mut w);
+    let sites = declarations(g, &mut w);
     main_fn(g, &mut w);
-    w
+    (w, sites)
 }
 
 fn header(g: &GroupIr, w: &mut String) {
@@ -279,8 +293,9 @@ fn header(g: &GroupIr, w: &mut String) {
     let _ = writeln!(w, "// schedule: {:?}\n", g.schedule);
 }
 
-fn declarations(g: &GroupIr, w: &mut String) {
-    w.push_str(&consts::params_decl(consts::words(&g.consts).len() / 4));
+fn declarations(g: &GroupIr, w: &mut String) -> Vec<check::CheckSite> {
+    let params = consts::params_decl(consts::words(&g.consts).len() / 4);
+    w.push_str(&params);
     for (b, bind) in g.bindings.iter().enumerate() {
         let elem = match (&bind.kind, bind.atomic) {
             (BindingKind::Dat { dtype, .. } | BindingKind::Global { dtype, .. }, Atomic::No) => {
@@ -305,8 +320,20 @@ fn declarations(g: &GroupIr, w: &mut String) {
         );
     }
     w.push('\n');
+    let mut sites = Vec::new();
+    if let Some(b) = g.check {
+        let _ = writeln!(w, "{}", check::helpers(&g.var(b)));
+    }
     for (name, src) in &g.kernels {
-        let src = consts::inject(src, &g.consts);
+        let mut src = consts::inject(src, &g.consts);
+        if g.check.is_some() {
+            // Kernels were validated before lowering; one that cannot be instrumented runs
+            // unguarded rather than failing here.
+            if let Ok((guarded, s)) = check::instrument(name, &src, &params, sites.len()) {
+                src = guarded;
+                sites.extend(s);
+            }
+        }
         let _ = writeln!(w, "// ---- kernel `{name}` ----\n{}\n", src.trim_end());
     }
     let wg = g.workgroup_size;
@@ -331,6 +358,7 @@ fn declarations(g: &GroupIr, w: &mut String) {
         }
     }
     w.push('\n');
+    sites
 }
 
 /// The op that combines two values for a reduction access.
@@ -558,6 +586,9 @@ fn element_body(g: &GroupIr, w: &mut String, ind: &str) {
                     call_args.push(format!("&{name}"));
                 }
             }
+        }
+        if g.check.is_some() {
+            let _ = writeln!(w, "{inner}pl_loop = {l}u;\n{inner}pl_elem = pl_e;");
         }
         let _ = writeln!(w, "{inner}{}({});", lp.kernel, call_args.join(", "));
         w.push_str(&after);

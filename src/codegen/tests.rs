@@ -41,6 +41,7 @@ fn direct_group() -> GroupIr {
         subset: None,
         plan: None,
         scratch: None,
+        check: None,
         workgroup_size: 64,
     }
 }
@@ -170,6 +171,7 @@ fn inc_group(schedule: Schedule) -> GroupIr {
         subset: None,
         plan,
         scratch: None,
+        check: None,
         workgroup_size: 64,
     }
 }

@@ -1,5 +1,5 @@
 //! Fusion: the loops a force runs become loop groups. Each loop is a node of the partitioner's
-//! model (DESIGN.md, "From a trace to a loop graph"): its location is its iteration space and
+//! model (seed 000, docs/background.md): its location is its iteration space and
 //! target (host when its kernel has no WGSL); B needs A when their read/write sets conflict;
 //! the edge is element-local (usable inside one group, values in registers) only when every Dat
 //! they share is accessed directly by both over the same space and no Global is involved;

@@ -225,7 +225,7 @@ impl Partition {
 mod tests {
     use super::*;
 
-    /// The 6-node counterexample to the published MOOSE heuristic (notes/partitioning.md).
+    /// The 6-node counterexample to the published MOOSE heuristic (docs/background.md).
     fn counterexample() -> Graph {
         Graph::new(vec![
             NodeSpec::new("n0", "Nd"),

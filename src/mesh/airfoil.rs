@@ -1,4 +1,4 @@
-//! Airfoil's mesh: the NACA0012 C-grid generator (parameters I, J; notes/airfoil.md), OP2's
+//! Airfoil's mesh: the NACA0012 C-grid generator (parameters I, J), OP2's
 //! `new_grid.dat` ASCII format (reader and writer), and consistency checks.
 
 use std::fmt::Write as _;

@@ -274,6 +274,7 @@ pub(super) fn bind_group(st: &mut State, gpu: &Gpu, c: &Cmd) -> Result<wgpu::Bin
             .chain(st.maps.values().map(|(_, b)| b))
             .chain(st.subsets.values().map(|(_, b)| b))
             .chain(st.scratch.iter())
+            .chain(st.check.iter())
             .chain(st.plans.values().map(|p| &p.buffer))
             .find(|b| b.id == id)
             .map(|b| &b.buffer)

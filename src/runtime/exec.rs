@@ -4,6 +4,7 @@
 //! with data copied only where it crosses.
 
 use super::cache::{bind_group, data_buffer, ensure_pipeline, ensure_plan};
+use super::check::{CHECK, Checks};
 use super::lower::{Lowered, Resource, lower};
 use super::{Buf, Pipeline, PlanEntry, State, host};
 use crate::codegen::{self, Params, Schedule, reduce};
@@ -98,6 +99,7 @@ async fn fetch(ctx: &Inner, groups: &[Group], want: &[Rc<DataInner>]) -> Result<
         let mut params: Vec<(Params, Rc<[u32]>)> = Vec::new();
         let mut cmds: Vec<Cmd> = Vec::new();
         let mut scratch_words = 0u64;
+        let mut checks = Checks::default();
         let mut loops = 0u64;
         for (gi, g) in groups.iter().enumerate() {
             let lw =
@@ -107,15 +109,20 @@ async fn fetch(ctx: &Inner, groups: &[Group], want: &[Rc<DataInner>]) -> Result<
                 continue;
             }
             let first = cmds.len();
-            scratch_words = scratch_words.max(encode_group(
+            let (words, sites) = encode_group(
                 ctx,
                 &mut st,
                 &mut encoder,
                 g,
                 lw,
+                checks.words,
                 &mut params,
                 &mut cmds,
-            )?);
+            )?;
+            scratch_words = scratch_words.max(words);
+            if let Some(sites) = sites {
+                checks.add(gi, g.loops.len(), sites);
+            }
             cmds[first..].iter_mut().for_each(|c| c.group = gi);
         }
         // The params arena and scratch must exist before bind groups refer to them.
@@ -165,10 +172,13 @@ async fn fetch(ctx: &Inner, groups: &[Group], want: &[Rc<DataInner>]) -> Result<
             }
         }
         let scratch_id = st.scratch.as_ref().map(|b| (b.id, b.size));
+        let check_id = checks.prepare(&mut st, gpu, &mut encoder);
         for c in &mut cmds {
             for slot in c.bufs.iter_mut() {
                 if slot.0 == SCRATCH {
                     *slot = scratch_id.unwrap_or((0, 4));
+                } else if slot.0 == CHECK {
+                    *slot = check_id.unwrap_or((0, 4));
                 }
             }
         }
@@ -240,11 +250,14 @@ async fn fetch(ctx: &Inner, groups: &[Group], want: &[Rc<DataInner>]) -> Result<
             encoder.copy_buffer_to_buffer(&src.buffer, 0, &buf.buffer, 0, bytes);
             staging.push((d.clone(), buf));
         }
+        let check_out = check_id
+            .and_then(|_| checks.copy_out(&mut st, gpu, &mut encoder))
+            .map(|b| (b, checks));
         st.stats.submissions += 1;
         st.stats.readbacks += staging.len() as u64;
-        (staging, timing)
+        (staging, timing, check_out)
     };
-    let (staging, timing) = staging;
+    let (staging, timing, check_out) = staging;
     gpu.queue.submit([encoder.finish()]);
     #[cfg(not(target_arch = "wasm32"))]
     if let Some(e) = scope.pop().await {
@@ -261,6 +274,10 @@ async fn fetch(ctx: &Inner, groups: &[Group], want: &[Rc<DataInner>]) -> Result<
     read_staging(ctx, staging).await?;
     if let Some((buf, used)) = timing {
         record_times(ctx, groups, buf, &used).await?;
+    }
+    if let Some((buf, checks)) = check_out {
+        let words = read_words(ctx, buf, 4 * checks.words as u64).await?;
+        checks.verdict(groups, &words)?;
     }
     Ok(())
 }
@@ -302,6 +319,30 @@ async fn record_times(ctx: &Inner, groups: &[Group], buf: Buf, used: &[bool]) ->
     buf.buffer.unmap();
     ctx.rt.borrow_mut().release_staging(buf);
     Ok(())
+}
+
+/// Maps one readback buffer and returns its first `bytes` as words.
+async fn read_words(ctx: &Inner, buf: Buf, bytes: u64) -> Result<Vec<u32>> {
+    let (tx, rx) = futures::channel::oneshot::channel();
+    buf.buffer
+        .map_async(wgpu::MapMode::Read, 0..bytes, move |r| {
+            let _ = tx.send(r);
+        });
+    #[cfg(not(target_arch = "wasm32"))]
+    let _ = ctx.gpu.device.poll(wgpu::PollType::wait_indefinitely());
+    if !matches!(rx.await, Ok(Ok(()))) {
+        return Err(Error::Device("reading the check records failed".into()));
+    }
+    let words = {
+        let view = buf
+            .buffer
+            .get_mapped_range(0..bytes)
+            .map_err(|e| Error::Device(format!("mapping the check records failed: {e}")))?;
+        bytemuck::cast_slice(&view).to_vec()
+    };
+    buf.buffer.unmap();
+    ctx.rt.borrow_mut().release_staging(buf);
+    Ok(words)
 }
 
 /// Maps the readback buffers and copies them into the host copies.
@@ -368,7 +409,9 @@ pub(super) const PARAMS_BYTES: u64 = std::mem::size_of::<Params>() as u64;
 /// Placeholder buffer id for the scratch buffer until its size is known.
 const SCRATCH: u64 = u64::MAX;
 
-/// Prepares one group: plan, pipeline, buffers, dispatches. Returns the scratch words it needs.
+/// Prepares one group: plan, pipeline, buffers, dispatches. Returns the scratch words it needs
+/// and, in checking mode, the index sites its shader guards (its records start at word
+/// `check_base` of the check buffer).
 #[allow(clippy::too_many_arguments)]
 fn encode_group(
     ctx: &Inner,
@@ -376,9 +419,10 @@ fn encode_group(
     encoder: &mut wgpu::CommandEncoder,
     g: &Group,
     mut lw: Lowered,
+    check_base: u32,
     params: &mut Vec<(Params, Rc<[u32]>)>,
     cmds: &mut Vec<Cmd>,
-) -> Result<u64> {
+) -> Result<(u64, Option<Vec<codegen::check::CheckSite>>)> {
     let gpu = &ctx.gpu;
     let names = || g.names();
     let plan = match &lw.plan {
@@ -412,7 +456,8 @@ fn encode_group(
             limits.max_compute_workgroup_storage_size
         )));
     }
-    let wgsl = codegen::generate(&lw.ir);
+    let (wgsl, sites) = codegen::generate_checked(&lw.ir);
+    let sites = lw.ir.check.map(|_| sites);
     let pipeline = ensure_pipeline(st, gpu, &wgsl, &names())?;
     ctx.shaders.borrow_mut().push(wgsl);
     // Buffers, in binding order.
@@ -439,6 +484,7 @@ fn encode_group(
                 (p.buffer.id, p.buffer.size)
             }
             Resource::Scratch => (SCRATCH, 0),
+            Resource::Check => (CHECK, 0),
         });
     }
     // Dispatches.
@@ -499,7 +545,8 @@ fn encode_group(
                 wg_base,
                 slots,
                 nwg,
-                pad: [0; 3],
+                check: check_base,
+                pad: [0; 2],
             },
             const_words.clone(),
         ));
@@ -551,7 +598,7 @@ fn encode_group(
             }
         }
     }
-    Ok(off as u64 * slots as u64)
+    Ok((off as u64 * slots as u64, sites))
 }
 
 /// A 2-D grid when the workgroups exceed one dimension's limit.

@@ -63,6 +63,8 @@ pub(crate) struct Choice {
     pub workgroup_size: u32,
     pub float_atomics: bool,
     pub workgroup_memory: usize,
+    /// Checking mode: guard the kernels' dynamic argument indices.
+    pub check: bool,
 }
 
 /// What a binding refers to.
@@ -73,6 +75,8 @@ pub(crate) enum Resource {
     Subset(Subset),
     Plan,
     Scratch,
+    /// Checking mode's records (the runtime places each group's part).
+    Check,
 }
 
 /// The plan a schedule needs.
@@ -294,6 +298,18 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
             },
         )
     });
+    let check = choice.check.then(|| {
+        b.bind(
+            Key::Check,
+            Resource::Check,
+            BindingIr {
+                name: "check".into(),
+                kind: BindingKind::Check,
+                writable: true,
+                atomic: Atomic::Bits,
+            },
+        )
+    });
     let plan = planned.then(|| {
         let staged_spec: Vec<(Map, usize, Option<Vec<usize>>)> = staged
             .iter()
@@ -392,6 +408,7 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
         subset: b.subset,
         plan: plan_binding,
         scratch,
+        check,
         workgroup_size: choice.workgroup_size,
     };
     Ok(Lowered {
@@ -461,6 +478,7 @@ enum Key {
     Subset(u64),
     Plan,
     Scratch,
+    Check,
 }
 
 #[derive(Default)]

@@ -6,6 +6,7 @@
 //! what the shader says (codegen does).
 
 mod cache;
+mod check;
 pub mod device;
 pub(crate) mod exec;
 mod host;
@@ -121,6 +122,8 @@ pub(crate) struct State {
     pub staging: BTreeMap<u64, Vec<Buf>>,
     pub params: Option<Buf>,
     pub scratch: Option<Buf>,
+    /// Checking mode's records.
+    pub check: Option<Buf>,
     pub stats: Stats,
     next_buf: u64,
     /// Forces so far (the clock of the pipeline cache).
@@ -221,6 +224,7 @@ impl State {
             .chain(self.subsets.values().map(|(_, b)| b.id))
             .chain(self.plans.values().map(|p| p.buffer.id))
             .chain(self.scratch.iter().map(|b| b.id))
+            .chain(self.check.iter().map(|b| b.id))
             .chain(self.params.iter().map(|b| b.id))
             .collect();
         live.insert(0);
@@ -261,6 +265,7 @@ impl State {
                 .params
                 .iter()
                 .chain(self.scratch.iter())
+                .chain(self.check.iter())
                 .map(|b| b.size)
                 .sum::<u64>()
     }

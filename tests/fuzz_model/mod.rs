@@ -21,6 +21,8 @@ pub struct Case {
     pub block_size: Option<usize>,
     pub workgroup_size: u32,
     pub grid_limit: Option<u32>,
+    /// Checking mode: every kernel index is guarded, and none may be reported.
+    pub check: bool,
 }
 
 impl Case {
@@ -56,20 +58,22 @@ impl Case {
                 .then(|| [16, 32, 64, 128, 256][rng.below(5)]),
             workgroup_size: [64, 64, 32, 128, 16, 48, 96][rng.below(7)],
             grid_limit: rng.chance(0.6).then(|| 1 + rng.below(4) as u32),
+            check: rng.chance(0.25),
         }
     }
 
     pub fn describe(&self) -> String {
         format!(
             "strategy {} staging {:?}, {}, fusion {}, block size {:?}, workgroup size {}, grid \
-             limit {:?}",
+             limit {:?}, checking {}",
             self.strategy.name(),
             self.staging,
             if self.lazy { "lazy" } else { "eager" },
             if self.fusion { "on" } else { "off" },
             self.block_size,
             self.workgroup_size,
-            self.grid_limit
+            self.grid_limit,
+            if self.check { "on" } else { "off" }
         )
     }
     fn config(&self) -> Config {
@@ -81,6 +85,7 @@ impl Case {
             block_size: self.block_size,
             workgroup_size: self.workgroup_size,
             grid_limit: self.grid_limit,
+            check: self.check,
             ..Config::from_env().unwrap()
         }
     }

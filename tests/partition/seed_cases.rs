@@ -1,4 +1,4 @@
-//! The seed-derived partitioning cases of notes/partitioning.md (JSON files beside this one)
+//! The seed-derived partitioning cases (docs/background.md) (JSON files beside this one)
 //! and their optimum loop counts; shared by tests/partition.rs and benches/partition.rs.
 
 pub const SEED_CASES: [(&str, usize); 10] = [

@@ -129,11 +129,14 @@ impl App {
 #[wasm_bindgen]
 impl App {
     /// Opens WebGPU and sets up an n x n wave simulation drawn on `canvas`, or (with
-    /// `offscreen`) into a texture of the canvas's size that `snapshot` reads back.
+    /// `offscreen`) into a texture of the canvas's size that `snapshot` reads back. With
+    /// `check` (the page's `?check=1`), kernels run in checking mode: an out-of-range index
+    /// becomes the page's error message.
     pub async fn create(
         canvas: web_sys::HtmlCanvasElement,
         n: usize,
         offscreen: bool,
+        check: bool,
     ) -> Result<App, JsValue> {
         if log::set_logger(&LOGGER).is_ok() {
             log::set_max_level(log::LevelFilter::Info);
@@ -142,7 +145,12 @@ impl App {
             web_sys::console::error_1(&format!("PARLOOP_ERROR panic: {info}").into());
         }));
         let (width, height) = (canvas.width().max(1), canvas.height().max(1));
-        let ctx = Context::new_async(Config::default()).await.map_err(js)?;
+        let ctx = Context::new_async(Config {
+            check,
+            ..Config::default()
+        })
+        .await
+        .map_err(js)?;
         let gpu = ctx.gpu();
         let target = if offscreen {
             Target::Offscreen {
