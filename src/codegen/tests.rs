@@ -2,6 +2,7 @@
 //! every schedule.
 
 use super::*;
+use crate::data::ConstValue;
 use naga::valid::Capabilities;
 
 const AXPY: &str = "fn axpy(x: ptr<function, array<f32, 2>>, y: ptr<function, array<f32, 2>>) {\n    \

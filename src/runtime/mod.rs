@@ -10,6 +10,7 @@ mod check;
 pub mod device;
 pub(crate) mod exec;
 mod host;
+mod readback;
 pub(crate) mod lower;
 
 use crate::data::{DataInner, MapInner, SubsetInner};

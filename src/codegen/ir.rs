@@ -1,0 +1,253 @@
+//! The codegen IR: everything the code generator needs about one loop group (bindings, loops
+//! and their arguments, registers, reductions, staged maps), built by `runtime::lower`.
+
+use super::wgsl::ident;
+use crate::data::ConstValue;
+use crate::types::{Access, DType};
+
+/// How a group's iteration positions are scheduled.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Schedule {
+    /// One invocation per position; nothing races.
+    Direct,
+    /// Racing arguments applied with native atomics (f32 add needs SHADER_FLOAT32_ATOMIC;
+    /// f32 min/max use a compare-and-swap loop; integers are native).
+    Atomics,
+    /// Racing f32 arguments applied with compare-and-swap loops on u32 bit patterns.
+    Cas,
+    /// Positions sorted by colour (plan array), one dispatch per colour.
+    GlobalColour,
+    /// One workgroup per mini-partition; thread colours inside; block colours across dispatches.
+    Hierarchical(Staging),
+}
+
+/// What a hierarchical loop stages in workgroup memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Staging {
+    /// Nothing: increments go to global memory colour by colour (storage barriers).
+    None,
+    /// Racing (incremented) data only.
+    #[default]
+    Inc,
+    /// Racing data and indirectly read data.
+    All,
+}
+
+/// What a storage binding holds.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum BindingKind {
+    Dat {
+        dtype: DType,
+        dim: usize,
+    },
+    Global {
+        dtype: DType,
+        dim: usize,
+    },
+    Map {
+        arity: usize,
+    },
+    /// The subset's element list.
+    Subset,
+    /// The packed plan arrays.
+    Plan,
+    /// Reduction partials (u32 words).
+    Scratch,
+    /// Checking mode's records (four `atomic<u32>` words per loop of the group).
+    Check,
+}
+
+/// How the shader sees a binding's elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Atomic {
+    No,
+    /// `atomic<T>` of the data's own type (f32 needs SHADER_FLOAT32_ATOMIC).
+    Native,
+    /// `atomic<u32>` over the bit patterns (compare-and-swap).
+    Bits,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct BindingIr {
+    /// A readable name for comments and the WGSL identifier.
+    pub name: String,
+    pub kind: BindingKind,
+    pub writable: bool,
+    pub atomic: Atomic,
+}
+
+/// A direct Dat's per-element value, held in a register across the group's loops.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RegisterIr {
+    /// None: ephemeral (no buffer; lives only in the register).
+    pub binding: Option<usize>,
+    pub dtype: DType,
+    pub dim: usize,
+    /// Read from memory before the first loop.
+    pub load: bool,
+    /// Written back after the last loop.
+    pub store: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ArgSource {
+    /// A direct Dat through register `reg`.
+    Direct { reg: usize },
+    /// A Dat through a map; `idx` None means all indices. `staged` is the staged-map slot
+    /// (hierarchical schedules), when the data lives in workgroup memory.
+    Indirect {
+        dat: usize,
+        map: usize,
+        arity: usize,
+        idx: Option<usize>,
+        staged: Option<usize>,
+    },
+    /// A Global; reductions accumulate into reduction `red`.
+    Global { binding: usize, red: Option<usize> },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ArgIr {
+    pub dtype: DType,
+    /// Values the kernel sees (dim, or arity x dim).
+    pub width: usize,
+    pub dim: usize,
+    pub access: Access,
+    pub source: ArgSource,
+    /// A comment for the generated code ("`q` through `pecell`[0], READ").
+    pub what: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LoopIr {
+    pub kernel: String,
+    pub args: Vec<ArgIr>,
+}
+
+/// A Global reduction of the group: per-workgroup partials go to scratch, then a finalize pass.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ReductionIr {
+    pub binding: usize,
+    pub dtype: DType,
+    pub dim: usize,
+    pub access: Access,
+}
+
+/// A staged map (hierarchical): `maxu` is the most distinct targets any block touches.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct StagedMapIr {
+    pub map: usize,
+    pub arity: usize,
+    pub maxu: usize,
+}
+
+/// Everything codegen needs about one loop group.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct GroupIr {
+    /// One line per loop, for the header comment.
+    pub comments: Vec<String>,
+    pub loops: Vec<LoopIr>,
+    pub bindings: Vec<BindingIr>,
+    pub registers: Vec<RegisterIr>,
+    pub reductions: Vec<ReductionIr>,
+    pub staged: Vec<StagedMapIr>,
+    /// (name, WGSL source) of each distinct kernel.
+    pub kernels: Vec<(String, String)>,
+    pub consts: Vec<(String, ConstValue)>,
+    pub schedule: Schedule,
+    pub subset: Option<usize>,
+    pub plan: Option<usize>,
+    pub scratch: Option<usize>,
+    /// Checking mode: the binding of the check records; kernels' dynamic indices are guarded.
+    pub check: Option<usize>,
+    pub workgroup_size: u32,
+}
+
+/// The uniform parameters of one dispatch (binding 0, dynamic offset).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct Params {
+    /// Positions (or blocks, for hierarchical) in this dispatch.
+    pub n: u32,
+    /// First position (or first entry of the block order).
+    pub base: u32,
+    /// First reduction slot of this dispatch.
+    pub wg_base: u32,
+    /// Reduction slots of the whole group (the scratch stride).
+    pub slots: u32,
+    /// Workgroups that carry work (the rest of a 2-D grid idles).
+    pub nwg: u32,
+    /// Checking mode: the first word of this group's records in the check buffer.
+    pub check: u32,
+    pub pad: [u32; 2],
+}
+
+/// Words of the plan header (offsets of the plan arrays) before the staged maps' entries.
+pub const PLAN_HEADER_FIXED: usize = 6;
+/// Plan header entries per staged map.
+pub const PLAN_HEADER_PER_MAP: usize = 3;
+
+impl GroupIr {
+    pub(super) fn var(&self, b: usize) -> String {
+        let prefix = match self.bindings[b].kind {
+            BindingKind::Dat { .. } => "pl_d",
+            BindingKind::Global { .. } => "pl_g",
+            BindingKind::Map { .. } => "pl_m",
+            BindingKind::Subset => return "pl_subset".into(),
+            BindingKind::Plan => return "pl_plan".into(),
+            BindingKind::Scratch => return "pl_scratch".into(),
+            BindingKind::Check => return "pl_check".into(),
+        };
+        let id = ident(&self.bindings[b].name);
+        if id.is_empty() {
+            format!("{prefix}{b}")
+        } else {
+            format!("{prefix}{b}_{id}")
+        }
+    }
+    pub(super) fn hierarchical(&self) -> Option<Staging> {
+        match self.schedule {
+            Schedule::Hierarchical(s) => Some(s),
+            _ => None,
+        }
+    }
+    /// Workgroup memory the shader declares, in bytes.
+    pub fn workgroup_bytes(&self) -> usize {
+        let wg = self.workgroup_size as usize;
+        let red = self.reduction_dtypes().len() * wg * 4;
+        let staged: usize = self
+            .staged_dats()
+            .iter()
+            .map(|&(s, _, dim)| self.staged[s].maxu * dim * 4)
+            .sum();
+        red + staged + if self.hierarchical().is_some() { 16 } else { 0 }
+    }
+    pub(super) fn reduction_dtypes(&self) -> Vec<DType> {
+        let mut v: Vec<DType> = self.reductions.iter().map(|r| r.dtype).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+    /// (staged map slot, dat binding, dim) of every Dat staged in workgroup memory.
+    pub(super) fn staged_dats(&self) -> Vec<(usize, usize, usize)> {
+        let mut v = Vec::new();
+        for lp in &self.loops {
+            for a in &lp.args {
+                if let ArgSource::Indirect {
+                    dat,
+                    staged: Some(s),
+                    ..
+                } = a.source
+                {
+                    if !v.iter().any(|&(s2, d2, _)| s2 == s && d2 == dat) {
+                        v.push((s, dat, a.dim));
+                    }
+                }
+            }
+        }
+        v
+    }
+    pub(super) fn staged_var(&self, s: usize, dat: usize) -> String {
+        format!("pl_s{s}_{}", self.var(dat).trim_start_matches("pl_"))
+    }
+}

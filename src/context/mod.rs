@@ -1,0 +1,424 @@
+//! The context: one device, its lazy trace, and the user-facing operations (make data, record
+//! par_loops, force results). Every host access forces the trace with its intent (seed 004):
+//! `data()` read-write, `data_ro()` read-only, `Global::value()` read-only, host writes
+//! write-only.
+
+pub use crate::config::Config;
+use crate::data::{Arg, ConstValue, Dat, DataInner, Global, IterSpace, Via, section};
+use crate::error::{Error, Result};
+use crate::fuse::{self, Group};
+use crate::kernel::{Kernel, KernelProblem, consts_used, expected_type};
+use crate::runtime::lower::{Choice, Strategy};
+use crate::runtime::{self, Gpu, Stats};
+use crate::trace::{AccessSet, LoopRecord, Reason, Trace};
+use crate::types::{Access, DType, Scalar};
+use std::cell::{Ref, RefCell, RefMut};
+use std::future::Future;
+use std::marker::PhantomData;
+use std::panic::Location;
+use std::rc::Rc;
+use validate::{describe_mask, values_for};
+
+mod host;
+mod validate;
+
+pub(crate) struct Inner {
+    pub gpu: Gpu,
+    pub config: Config,
+    pub trace: RefCell<Trace>,
+    pub rt: RefCell<runtime::State>,
+    pub consts: RefCell<Vec<(String, ConstValue)>>,
+    pub explain: RefCell<String>,
+    pub fuse_cache: RefCell<std::collections::HashMap<String, fuse::Cached>>,
+    /// The WGSL of the groups the last force ran.
+    pub shaders: RefCell<Vec<String>>,
+}
+
+impl Inner {
+    pub fn choice(&self) -> Choice {
+        Choice {
+            strategy: self.config.strategy,
+            staging: self.config.staging,
+            block_size: self.config.block_size,
+            balance: self.config.balance_colours,
+            workgroup_size: self.config.workgroup_size,
+            float_atomics: self.gpu.float_atomics(),
+            workgroup_memory: self.gpu.limits.max_compute_workgroup_storage_size as usize,
+            check: self.config.check,
+        }
+    }
+}
+
+/// A GPU device with a lazy trace of par_loops. Cheap to clone (shared).
+#[derive(Clone)]
+pub struct Context(pub(crate) Rc<Inner>);
+
+/// Runs a future to completion: blocking natively; in the browser only when it needs no wait.
+fn block<T>(f: impl Future<Output = Result<T>>) -> Result<T> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        pollster::block_on(f)
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        use futures::FutureExt;
+        f.now_or_never().unwrap_or_else(|| {
+            Err(Error::Usage(
+                "this needs a GPU readback, which the browser cannot wait for synchronously: \
+                 use the _async variant"
+                    .into(),
+            ))
+        })
+    }
+}
+
+impl Context {
+    /// Opens the adapter chosen by the environment (see [`Config::from_env`]).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn new() -> Result<Context> {
+        Context::with_config(Config::from_env()?)
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn with_config(config: Config) -> Result<Context> {
+        pollster::block_on(Context::new_async(config))
+    }
+    pub async fn new_async(config: Config) -> Result<Context> {
+        let gpu = runtime::device::open(&config.adapter).await?;
+        let max = gpu
+            .limits
+            .max_compute_invocations_per_workgroup
+            .min(gpu.limits.max_compute_workgroup_size_x);
+        if config.workgroup_size == 0 || config.workgroup_size > max {
+            return Err(Error::Usage(format!(
+                "Config::workgroup_size is {}, but adapter {} runs 1 to {max} invocations per \
+                 workgroup: choose a size in that range (64 is the default)",
+                config.workgroup_size,
+                gpu.describe()
+            )));
+        }
+        Ok(Context(Rc::new(Inner {
+            gpu,
+            config,
+            trace: RefCell::new(Trace::default()),
+            rt: RefCell::new(runtime::State::default()),
+            consts: RefCell::new(Vec::new()),
+            explain: RefCell::new(String::new()),
+            fuse_cache: RefCell::new(std::collections::HashMap::new()),
+            shaders: RefCell::new(Vec::new()),
+        })))
+    }
+    pub fn config(&self) -> &Config {
+        &self.0.config
+    }
+    /// The adapter's name and backend.
+    pub fn adapter(&self) -> String {
+        self.0.gpu.describe()
+    }
+    pub fn gpu(&self) -> &Gpu {
+        &self.0.gpu
+    }
+    /// Counters since the Context was made, and the caches' sizes and device memory now.
+    pub fn stats(&self) -> Stats {
+        let st = self.0.rt.borrow();
+        Stats {
+            pipelines_cached: st.pipelines.len(),
+            plans_cached: st.plans.len(),
+            bind_groups_cached: st.bind_groups.len(),
+            device_bytes: st.device_bytes(),
+            ..st.stats.clone()
+        }
+    }
+    /// Pending (recorded, not yet run) loops.
+    pub fn pending(&self) -> usize {
+        self.0.trace.borrow().len()
+    }
+    /// The pending trace as Graphviz dot.
+    pub fn trace_dot(&self) -> String {
+        self.0.trace.borrow().to_dot()
+    }
+    /// The direct dependencies of pending loops, as (kernel, kernel) name pairs in program order.
+    pub fn trace_edges(&self) -> Vec<(String, String)> {
+        let t = self.0.trace.borrow();
+        let name = |seq: u64| {
+            t.pending()
+                .iter()
+                .find(|c| c.seq == seq)
+                .map(|c| c.kernel.name().to_string())
+                .unwrap_or_default()
+        };
+        t.edges()
+            .into_iter()
+            .map(|(a, b)| (name(a), name(b)))
+            .collect()
+    }
+    /// The device buffer holding a Dat's current values (`dim` values of 4 bytes per element),
+    /// for rendering straight from simulation data. None until a loop has run on it, or while
+    /// the host holds newer values. Pending loops that write the Dat have not run yet: flush
+    /// first.
+    pub fn device_buffer<T: Scalar>(&self, dat: &Dat<T>) -> Option<wgpu::Buffer> {
+        if !dat.inner.device_valid.get() {
+            return None;
+        }
+        self.0
+            .rt
+            .borrow()
+            .data
+            .get(&dat.inner.id)
+            .map(|(_, b)| b.buffer.clone())
+    }
+
+    /// The WGSL modules of the loop groups the last force ran on the GPU.
+    pub fn shaders(&self) -> Vec<String> {
+        self.0.shaders.borrow().clone()
+    }
+    /// What the last force ran: its groups, their loops, the cuts and ephemeral Dats.
+    pub fn explain(&self) -> String {
+        self.0.explain.borrow().clone()
+    }
+
+    /// Declares (or changes) a Const. Loops recorded afterwards see the new value.
+    pub fn constant(&self, name: &str, value: impl Into<ConstValue>) -> Result<()> {
+        if !crate::codegen::wgsl::is_valid_const_name(name) {
+            return Err(Error::Data(format!(
+                "Const name {name:?} is not a WGSL identifier (letters, digits, `_`; not \
+                 starting with a digit or `pl_`)"
+            )));
+        }
+        let value = value.into();
+        if value.words.is_empty() {
+            return Err(Error::Data(format!("Const `{name}` has no values")));
+        }
+        let mut consts = self.0.consts.borrow_mut();
+        match consts.iter_mut().find(|(n, _)| n == name) {
+            Some(slot) => slot.1 = value,
+            None => consts.push((name.to_string(), value)),
+        }
+        Ok(())
+    }
+
+    fn data_inner(
+        &self,
+        name: &str,
+        set: Option<&crate::data::Set>,
+        dim: usize,
+        dtype: DType,
+    ) -> Rc<DataInner> {
+        Rc::new(DataInner {
+            id: crate::data::next_id(),
+            name: name.to_string(),
+            set: set.cloned(),
+            dim,
+            dtype,
+            ctx: Rc::downgrade(&self.0),
+            host: RefCell::new(Vec::new()),
+            host_valid: std::cell::Cell::new(false),
+            device_valid: std::cell::Cell::new(false),
+            alive: std::cell::Cell::new(true),
+        })
+    }
+
+    /// A Dat with initial values (`dim` per element of `set`, halos included).
+    pub fn dat<T: Scalar>(
+        &self,
+        name: &str,
+        set: &crate::data::Set,
+        dim: usize,
+        values: &[T],
+    ) -> Result<Dat<T>> {
+        if dim == 0 {
+            return Err(Error::Data(format!("Dat `{name}`: dim must be at least 1")));
+        }
+        let n = values_for(name, set, dim)?;
+        if values.len() != n {
+            return Err(Error::Data(format!(
+                "Dat `{name}`: got {} values, expected {} ({} elements of `{}` x dim {dim})",
+                values.len(),
+                n,
+                set.total(),
+                set.name()
+            )));
+        }
+        let inner = self.data_inner(name, Some(set), dim, T::DTYPE);
+        *inner.host.borrow_mut() = bytemuck::cast_slice(values).to_vec();
+        inner.host_valid.set(true);
+        Ok(Dat {
+            inner,
+            _t: PhantomData,
+        })
+    }
+
+    /// A Dat of zeros (no host memory until the host asks).
+    pub fn dat_zeros<T: Scalar>(
+        &self,
+        name: &str,
+        set: &crate::data::Set,
+        dim: usize,
+    ) -> Result<Dat<T>> {
+        if dim == 0 {
+            return Err(Error::Data(format!("Dat `{name}`: dim must be at least 1")));
+        }
+        values_for(name, set, dim)?;
+        Ok(Dat {
+            inner: self.data_inner(name, Some(set), dim, T::DTYPE),
+            _t: PhantomData,
+        })
+    }
+
+    /// A Global holding `values` (its dim is their number).
+    pub fn global<T: Scalar>(&self, name: &str, values: &[T]) -> Result<Global<T>> {
+        if values.is_empty() {
+            return Err(Error::Data(format!(
+                "Global `{name}` needs at least one value"
+            )));
+        }
+        let inner = self.data_inner(name, None, values.len(), T::DTYPE);
+        *inner.host.borrow_mut() = bytemuck::cast_slice(values).to_vec();
+        inner.host_valid.set(true);
+        Ok(Global {
+            inner,
+            _t: PhantomData,
+        })
+    }
+
+    /// Records a loop of `kernel` over `space` (a Set or Subset) with `args`. Lazy by default:
+    /// it runs when a result it affects is needed. Input errors are reported here, naming the
+    /// par_loop (kernel, caller's file:line) and the argument.
+    #[track_caller]
+    pub fn par_loop(
+        &self,
+        kernel: &Kernel,
+        space: impl Into<IterSpace>,
+        args: &[Arg],
+    ) -> Result<()> {
+        let site = Location::caller();
+        let space = space.into();
+        self.check_loop(kernel, &space, args, site)?;
+        let consts = {
+            let all = self.0.consts.borrow();
+            kernel
+                .wgsl()
+                .map(|src| consts_used(src, &all).into_iter().cloned().collect())
+                .unwrap_or_default()
+        };
+        let (reads, writes) = LoopRecord::access_sets(&space, args);
+        let rec = {
+            let mut t = self.0.trace.borrow_mut();
+            let rec = Rc::new(LoopRecord {
+                seq: t.next_seq(),
+                kernel: kernel.clone(),
+                space,
+                args: args.to_vec(),
+                site,
+                consts,
+                reads,
+                writes,
+            });
+            t.record(rec.clone());
+            rec
+        };
+        if !self.0.config.lazy {
+            let _ = rec;
+            let all = self.0.trace.borrow_mut().take_all();
+            return block(self.run(all, &[], "eager"));
+        }
+        let (len, bound) = (
+            self.0.trace.borrow().len(),
+            self.0.config.trace_bound.max(1),
+        );
+        if len > bound {
+            let oldest = self.0.trace.borrow_mut().take_prefix(len - bound / 2);
+            return block(self.run(oldest, &[], "trace bound"));
+        }
+        Ok(())
+    }
+
+    /// Runs everything pending.
+    pub fn flush(&self) -> Result<()> {
+        let all = self.0.trace.borrow_mut().take_all();
+        block(self.run(all, &[], "flush"))
+    }
+    pub async fn flush_async(&self) -> Result<()> {
+        let all = self.0.trace.borrow_mut().take_all();
+        self.run(all, &[], "flush").await
+    }
+
+    /// Forces what `reads` (for reading) and `writes` (for writing) need, then reads back
+    /// `readback`.
+    pub(crate) fn force(
+        &self,
+        reads: &AccessSet,
+        writes: &AccessSet,
+        readback: &[Rc<DataInner>],
+        why: &str,
+    ) -> Result<()> {
+        block(self.force_async(reads, writes, readback, why))
+    }
+
+    pub(crate) async fn force_async(
+        &self,
+        reads: &AccessSet,
+        writes: &AccessSet,
+        readback: &[Rc<DataInner>],
+        why: &str,
+    ) -> Result<()> {
+        let selected = {
+            let mut t = self.0.trace.borrow_mut();
+            t.prune_dead();
+            t.evaluate(reads, writes)
+        };
+        self.run(selected, readback, why).await
+    }
+
+    async fn run(
+        &self,
+        selected: Vec<(Rc<LoopRecord>, Reason)>,
+        readback: &[Rc<DataInner>],
+        why: &str,
+    ) -> Result<()> {
+        if !selected.is_empty() {
+            for (c, r) in &selected {
+                log::debug!(
+                    "force ({why}): runs {} because of {} on data #{} ({})",
+                    c.name(),
+                    r.kind,
+                    r.data,
+                    describe_mask(r.mask)
+                );
+            }
+            let mut st = self.0.rt.borrow_mut();
+            st.stats.forces += 1;
+            st.stats.last_dispatches = 0;
+            self.0.shaders.borrow_mut().clear();
+        }
+        // Loops whose effect nobody can observe do not run (reads of loops still pending count).
+        let still_pending: std::collections::BTreeSet<u64> = self
+            .0
+            .trace
+            .borrow()
+            .pending()
+            .iter()
+            .flat_map(|c| c.reads.ids().collect::<Vec<_>>())
+            .collect();
+        let all: Vec<Rc<LoopRecord>> = selected.into_iter().map(|(c, _)| c).collect();
+        let live = crate::trace::live_mask(&all, still_pending.clone());
+        let loops: Vec<Rc<LoopRecord>> = all
+            .into_iter()
+            .zip(live)
+            .filter_map(|(l, k)| k.then_some(l))
+            .collect();
+        let env = fuse::FuseEnv {
+            fusion: self.0.config.fusion,
+            max_storage: self.0.gpu.limits.max_storage_buffers_per_shader_stage as usize,
+            pending_reads: still_pending,
+        };
+        let (groups, explain): (Vec<Group>, String) =
+            fuse::groups(&loops, &env, &mut self.0.fuse_cache.borrow_mut());
+        let result = runtime::exec::run(&self.0, &groups, readback).await;
+        if !groups.is_empty() {
+            let dispatches = self.0.rt.borrow().stats.last_dispatches;
+            *self.0.explain.borrow_mut() = format!("{explain}  dispatches: {dispatches}\n");
+        }
+        result
+    }
+
+}

@@ -1,0 +1,286 @@
+//! What `par_loop` checks before it records a loop: the iteration space, every argument's set,
+//! map, dim and access against the kernel's signature, and the sizes the device allows. Each
+//! problem is an error naming the par_loop (kernel and caller's file:line), the argument and
+//! what to do.
+
+use super::*;
+
+impl Context {
+    pub(super) fn check_loop(
+        &self,
+        kernel: &Kernel,
+        space: &IterSpace,
+        args: &[Arg],
+        site: &'static Location<'static>,
+    ) -> Result<()> {
+        let name = format!(
+            "par_loop `{}` at {}:{}",
+            kernel.name(),
+            site.file(),
+            site.line()
+        );
+        let arg_err = |i: usize, a: &Arg, msg: String| {
+            Error::ParLoop(format!(
+                "{name}: argument {} ({}): {msg}",
+                i + 1,
+                a.describe()
+            ))
+        };
+        let set = space.set();
+        for (i, a) in args.iter().enumerate() {
+            if !std::ptr::eq(a.data.ctx.as_ptr(), Rc::as_ptr(&self.0)) {
+                return Err(arg_err(
+                    i,
+                    a,
+                    format!(
+                        "{} `{}` belongs to another Context",
+                        a.data.kind(),
+                        a.data.name
+                    ),
+                ));
+            }
+            match &a.via {
+                Via::Direct => {
+                    let ds = a.data.set.as_ref().expect("Dat");
+                    if !ds.same(set) {
+                        return Err(arg_err(
+                            i,
+                            a,
+                            format!(
+                                "Dat `{}` lives on set `{}`, but the par_loop iterates over `{}`: pass it \
+                                 through a map from `{}` to `{}`",
+                                a.data.name,
+                                ds.name(),
+                                set.name(),
+                                set.name(),
+                                ds.name()
+                            ),
+                        ));
+                    }
+                }
+                Via::Map(m, _) | Via::MapAll(m) => {
+                    let ds = a.data.set.as_ref().expect("Dat");
+                    if !m.from_set().same(set) {
+                        return Err(arg_err(
+                            i,
+                            a,
+                            format!(
+                                "map `{}` goes from `{}`, but the par_loop iterates over `{}`",
+                                m.name(),
+                                m.from_set().name(),
+                                set.name()
+                            ),
+                        ));
+                    }
+                    if !m.to_set().same(ds) {
+                        return Err(arg_err(
+                            i,
+                            a,
+                            format!(
+                                "map `{}` leads to `{}`, but Dat `{}` lives on `{}`",
+                                m.name(),
+                                m.to_set().name(),
+                                a.data.name,
+                                ds.name()
+                            ),
+                        ));
+                    }
+                    if let Via::Map(_, j) = a.via {
+                        if j >= m.arity() {
+                            return Err(arg_err(
+                                i,
+                                a,
+                                format!(
+                                    "index {j} is out of range for map `{}` of arity {} (valid 0..={})",
+                                    m.name(),
+                                    m.arity(),
+                                    m.arity() - 1
+                                ),
+                            ));
+                        }
+                    }
+                    if a.access.stores() {
+                        let idx = match a.via {
+                            Via::Map(_, j) => Some(j),
+                            _ => None,
+                        };
+                        if !m.injective(idx) {
+                            return Err(arg_err(
+                                i,
+                                a,
+                                format!(
+                                    "{} through map `{}` is not allowed because the map is not injective \
+                                     ({}): two elements would write the same entry; use INC, or a map that \
+                                     sends each element to distinct entries",
+                                    a.access,
+                                    m.name(),
+                                    collision(m, idx)
+                                ),
+                            ));
+                        }
+                    }
+                }
+                Via::Global => {
+                    if matches!(a.access, Access::Write | Access::Rw) {
+                        return Err(arg_err(
+                            i,
+                            a,
+                            "a Global is READ or reduced (INC, MIN, MAX) by a par_loop; elements writing \
+                             it directly would race"
+                                .into(),
+                        ));
+                    }
+                }
+            }
+            for (j, b) in args[..i].iter().enumerate() {
+                if b.data.id != a.data.id {
+                    continue;
+                }
+                let both_read = a.access == Access::Read && b.access == Access::Read;
+                let both_racing_same = a.access == b.access
+                    && a.access.is_reduction()
+                    && !matches!(a.via, Via::Direct);
+                if !(both_read || both_racing_same) {
+                    return Err(arg_err(
+                        i,
+                        a,
+                        format!(
+                            "argument {} ({}) uses the same {}: one par_loop may pass a Dat several \
+                             times only to READ it, or to reduce it through maps with one mode; merge \
+                             them into one argument or split the loop",
+                            j + 1,
+                            b.describe(),
+                            a.data.kind()
+                        ),
+                    ));
+                }
+            }
+            let max = self.0.gpu.limits.max_storage_buffer_binding_size;
+            if a.data.bytes() > max {
+                return Err(arg_err(
+                    i,
+                    a,
+                    format!(
+                        "{} `{}` needs {} bytes, over the adapter's max_storage_buffer_binding_size of {max} \
+                         bytes: split it into several Dats",
+                        a.data.kind(),
+                        a.data.name,
+                        a.data.bytes()
+                    ),
+                ));
+            }
+        }
+        // Storage buffers this loop needs on its own.
+        let mut ids: Vec<u64> = args.iter().map(|a| a.data.id).collect();
+        ids.extend(
+            args.iter()
+                .filter_map(|a| a.map().map(|m| m.id() | 1 << 63)),
+        );
+        ids.sort_unstable();
+        ids.dedup();
+        let racing_f32 = args.iter().any(|a| a.races() && a.data.dtype == DType::F32);
+        let extra = usize::from(space.subset().is_some() || racing_f32)
+            + usize::from(
+                args.iter()
+                    .any(|a| matches!(a.via, Via::Global) && a.access.is_reduction()),
+            );
+        let need = ids.len() + extra;
+        let limit = self.0.gpu.limits.max_storage_buffers_per_shader_stage as usize;
+        if need > limit {
+            return Err(Error::ParLoop(format!(
+                "{name}: needs {need} storage buffers (Dats, Globals, Maps and plan arrays), the adapter \
+                 allows {limit} per shader stage: split the loop"
+            )));
+        }
+        if racing_f32 && self.0.config.strategy == Strategy::Atomics && !self.0.gpu.float_atomics()
+        {
+            return Err(Error::ParLoop(format!(
+                "{name}: strategy `atomics` needs native f32 atomics (SHADER_FLOAT32_ATOMIC), which \
+                 adapter {} lacks: use `hierarchical`, `global-colour` or `cas`",
+                self.adapter()
+            )));
+        }
+        // The kernel itself.
+        if kernel.wgsl().is_none() && !kernel.has_host() {
+            return Err(Error::Kernel(format!(
+                "{name}: the kernel has neither WGSL nor a host closure"
+            )));
+        }
+        let expected: Vec<(DType, usize)> =
+            args.iter().map(|a| (a.data.dtype, a.width())).collect();
+        let consts = self.0.consts.borrow();
+        kernel
+            .check(&consts, &expected, self.0.gpu.capabilities())
+            .map_err(|p| match p {
+                KernelProblem::Wgsl { line, column, message } => Error::Kernel(format!(
+                    "{name}: kernel `{}` does not compile: line {line}, column {column} of the kernel: {message}",
+                    kernel.name()
+                )),
+                KernelProblem::NotFound { functions } => Error::Kernel(format!(
+                    "{name}: no function named `{}` in the kernel's WGSL (functions found: {}); the \
+                     kernel's name must be the name of its WGSL function",
+                    kernel.name(),
+                    if functions.is_empty() { "none".to_string() } else { functions.join(", ") }
+                )),
+                KernelProblem::ArgCount { declared } => Error::ParLoop(format!(
+                    "{name}: the kernel declares {declared} arguments, the par_loop passes {}",
+                    args.len()
+                )),
+                KernelProblem::ArgType { index, declared } => arg_err(
+                    index,
+                    &args[index],
+                    format!(
+                        "the kernel declares `{declared}`, but this argument needs `{}` ({})",
+                        expected_type(expected[index].0, expected[index].1),
+                        match &args[index].via {
+                            Via::MapAll(m) => format!("arity {} x dim {}", m.arity(), args[index].data.dim),
+                            _ => format!("dim {}", args[index].data.dim),
+                        }
+                    ),
+                ),
+            })
+    }
+}
+
+/// Two elements that share a target through `map` (for error messages).
+fn collision(m: &crate::data::Map, idx: Option<usize>) -> String {
+    let a = m.arity();
+    let mut first = std::collections::HashMap::new();
+    for (k, &t) in m.values().iter().enumerate() {
+        if idx.is_some_and(|j| k % a != j) {
+            continue;
+        }
+        if let Some(prev) = first.insert(t, k) {
+            return format!(
+                "element {} (index {}) and element {} (index {}) both map to {t}",
+                prev / a,
+                prev % a,
+                k / a,
+                k % a
+            );
+        }
+    }
+    "duplicate targets".into()
+}
+
+pub(super) fn describe_mask(mask: u8) -> String {
+    let names: Vec<&str> = (0..4)
+        .filter(|b| mask >> b & 1 == 1)
+        .map(|b| section::NAMES[b])
+        .collect();
+    names.join(", ")
+}
+
+/// Values a Dat of `dim` on `set` holds, or an error when that does not fit in memory.
+pub(super) fn values_for(name: &str, set: &crate::data::Set, dim: usize) -> Result<usize> {
+    set.total()
+        .checked_mul(dim)
+        .filter(|&n| n.checked_mul(4).is_some())
+        .ok_or_else(|| {
+            Error::Data(format!(
+                "Dat `{name}`: {} elements of `{}` x dim {dim} values overflow the address space",
+                set.total(),
+                set.name()
+            ))
+        })
+}
