@@ -76,7 +76,10 @@ fn main() {
     println!("| checking | Airfoil ms/iteration | wave ms/step |");
     println!("|---|---:|---:|");
     for (check, a, w) in &rows {
-        println!("| {} | {a:.1} | {w:.2} |", if *check { "on" } else { "off" });
+        println!(
+            "| {} | {a:.1} | {w:.2} |",
+            if *check { "on" } else { "off" }
+        );
     }
     let (off, on) = (&rows[0], &rows[1]);
     println!(

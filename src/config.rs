@@ -248,10 +248,18 @@ mod tests {
         // Flags override the environment only where given.
         let env = vars(&[("PARLOOP_STRATEGY", "cas"), ("PARLOOP_LAZY", "0")]).unwrap();
         let c = env.clone().with_flags(None, None, true).unwrap();
-        assert_eq!((c.strategy, c.lazy, c.fusion), (Strategy::Cas, false, false));
+        assert_eq!(
+            (c.strategy, c.lazy, c.fusion),
+            (Strategy::Cas, false, false)
+        );
         let c = env.with_flags(Some("atomics"), Some(true), false).unwrap();
-        assert_eq!((c.strategy, c.lazy, c.fusion), (Strategy::Atomics, true, true));
-        let e = Config::default().with_flags(Some("atomic"), None, false).unwrap_err();
+        assert_eq!(
+            (c.strategy, c.lazy, c.fusion),
+            (Strategy::Atomics, true, true)
+        );
+        let e = Config::default()
+            .with_flags(Some("atomic"), None, false)
+            .unwrap_err();
         assert!(e.to_string().contains("global-colour"), "{e}");
     }
 }

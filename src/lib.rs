@@ -17,6 +17,7 @@ pub mod codegen;
 mod config;
 mod context;
 pub mod data;
+pub mod dist;
 pub mod error;
 pub(crate) mod fuse;
 pub mod graph;

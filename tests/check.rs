@@ -60,7 +60,9 @@ fn the_loop_and_element_that_went_wrong_are_named() {
     let n = 64;
     let s = Set::new("s", n);
     let ctx = checked();
-    let idx: Vec<u32> = (0..n as u32).map(|e| if e == 37 { 4 } else { e % 3 }).collect();
+    let idx: Vec<u32> = (0..n as u32)
+        .map(|e| if e == 37 { 4 } else { e % 3 })
+        .collect();
     let which = ctx.dat("which", &s, 1, &idx).unwrap();
     let table = ctx.dat("table", &s, 3, &vec![1.0f32; 3 * n]).unwrap();
     let out = ctx.dat_zeros::<f32>("out", &s, 1).unwrap();
@@ -74,7 +76,8 @@ fn the_loop_and_element_that_went_wrong_are_named() {
          fn pick(w: ptr<function, array<u32, 1>>, t: ptr<function, array<f32, 3>>, o: ptr<function, array<f32, 1>>) {\n    \
          (*o)[0] = (*o)[0] + fetch_t(t, (*w)[0]);\n}",
     );
-    ctx.par_loop(&copy, &s, &[table.read(), out.write()]).unwrap();
+    ctx.par_loop(&copy, &s, &[table.read(), out.write()])
+        .unwrap();
     let line = line!() + 1;
     ctx.par_loop(&pick, &s, &[which.read(), table.read(), out.rw()])
         .unwrap();
@@ -121,8 +124,13 @@ fn in_range_programs_give_the_same_results_with_checking_on() {
         let ctx = ctx_with(config);
         let wd = ctx.dat("w", &edges, 1, &w).unwrap();
         let x = ctx.dat_zeros::<f32>("x", &nodes, 2).unwrap();
-        ctx.par_loop(&k, &edges, &[wd.read(), x.all(&m).inc()]).unwrap();
-        assert_eq!(&*x.data_ro().unwrap(), &want[..], "{strategy:?} {staging:?}");
+        ctx.par_loop(&k, &edges, &[wd.read(), x.all(&m).inc()])
+            .unwrap();
+        assert_eq!(
+            &*x.data_ro().unwrap(),
+            &want[..],
+            "{strategy:?} {staging:?}"
+        );
     }
 }
 

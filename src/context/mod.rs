@@ -420,5 +420,4 @@ impl Context {
         }
         result
     }
-
 }

@@ -42,7 +42,12 @@ fn case() -> impl Strategy<Value = Case> {
         })
 }
 
-fn input<'a>(c: &'a Case, idx: Option<usize>, stage: bool, slots: Option<&'a [usize]>) -> PlanInput<'a> {
+fn input<'a>(
+    c: &'a Case,
+    idx: Option<usize>,
+    stage: bool,
+    slots: Option<&'a [usize]>,
+) -> PlanInput<'a> {
     let positions = c.subset.as_ref().map_or(c.n, Vec::len);
     PlanInput {
         positions,

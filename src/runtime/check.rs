@@ -73,9 +73,10 @@ impl Checks {
             let group = &groups[*g];
             for (l, lp) in group.loops.iter().enumerate() {
                 let at = *base as usize + 4 * l;
-                let Some(&[count, site, element, index]) = words.get(at..at + 4).map(|w| {
-                    <&[u32; 4]>::try_from(w).expect("four words")
-                }) else {
+                let Some(&[count, site, element, index]) = words
+                    .get(at..at + 4)
+                    .map(|w| <&[u32; 4]>::try_from(w).expect("four words"))
+                else {
                     continue;
                 };
                 if count == 0 {

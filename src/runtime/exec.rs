@@ -5,8 +5,8 @@
 
 use super::cache::{bind_group, data_buffer, ensure_pipeline, ensure_plan};
 use super::check::{CHECK, Checks};
-use super::readback::{read_staging, read_words, record_times};
 use super::lower::{Lowered, Resource, lower};
+use super::readback::{read_staging, read_words, record_times};
 use super::{Pipeline, PlanEntry, State, host};
 use crate::codegen::{self, Params, Schedule, reduce};
 use crate::context::Inner;

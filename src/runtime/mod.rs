@@ -10,8 +10,8 @@ mod check;
 pub mod device;
 pub(crate) mod exec;
 mod host;
-mod readback;
 pub(crate) mod lower;
+mod readback;
 
 use crate::data::{DataInner, MapInner, SubsetInner};
 use crate::plan::{BlockPlan, ColourPlan};

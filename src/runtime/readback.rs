@@ -9,7 +9,12 @@ use crate::fuse::Group;
 use std::rc::Rc;
 
 /// Adds each group's GPU time (from its pass's timestamps) to the per-group totals.
-pub(super) async fn record_times(ctx: &Inner, groups: &[Group], buf: Buf, used: &[bool]) -> Result<()> {
+pub(super) async fn record_times(
+    ctx: &Inner,
+    groups: &[Group],
+    buf: Buf,
+    used: &[bool],
+) -> Result<()> {
     let bytes = 16 * groups.len() as u64;
     let (tx, rx) = futures::channel::oneshot::channel();
     buf.buffer
