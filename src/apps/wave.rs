@@ -68,6 +68,14 @@ fn pulse(x: ptr<function, array<f32, 2>>, p: ptr<function, array<f32, 1>>, c: pt
 }
 "#;
 
+/// p at t = 0 on every vertex of `mesh`.
+fn initial_values(mesh: &TriMesh) -> Vec<f32> {
+    mesh.coords
+        .iter()
+        .map(|c| initial_p(c[0], c[1]) as f32)
+        .collect()
+}
+
 /// The initial pressure of the seed's program.
 pub fn initial_p(x: f64, y: f64) -> f64 {
     (-40.0 * ((x - 0.5).powi(2) + (y - 0.5).powi(2))).exp()
@@ -112,20 +120,68 @@ impl Wave {
     }
 
     pub fn on_mesh(ctx: &Context, mesh: TriMesh, dt: f32) -> Result<Wave> {
-        ctx.constant("dt", dt)?;
         let vertices = Set::new("vertices", mesh.nvertices());
         let cells = Set::new("cells", mesh.ncells());
         let c2v = Map::new("cell_vertices", &cells, &vertices, 3, &mesh.cell_vertices())?;
         let coords = ctx.dat("coords", &vertices, 2, &mesh.coords_f32())?;
-        let p0: Vec<f32> = mesh
-            .coords
-            .iter()
-            .map(|c| initial_p(c[0], c[1]) as f32)
-            .collect();
-        let p = ctx.dat("p", &vertices, 1, &p0)?;
+        let p = ctx.dat("p", &vertices, 1, &initial_values(&mesh))?;
         let phi = ctx.dat_zeros("phi", &vertices, 1)?;
         let t1 = ctx.dat_zeros("t1", &vertices, 1)?;
         let mass = ctx.dat_zeros("mass", &vertices, 1)?;
+        Wave::assemble(
+            ctx,
+            mesh,
+            dt,
+            [vertices, cells],
+            c2v,
+            [coords, p, phi, t1, mass],
+        )
+    }
+
+    /// This rank's part of the wave on `mesh`, distributed over `ctx`'s ranks with the cells
+    /// partitioned by `partitioner` (every rank calls it with the same mesh). On one rank it
+    /// is the same as [`Wave::on_mesh`].
+    pub fn distributed(
+        ctx: &Context,
+        mesh: TriMesh,
+        dt: f32,
+        partitioner: crate::dist::Partitioner,
+    ) -> Result<Wave> {
+        let mut d = crate::dist::Distribution::new(ctx);
+        let vertices = d.set("vertices", mesh.nvertices());
+        let cells = d.set("cells", mesh.ncells());
+        let c2v = d.map("cell_vertices", cells, vertices, 3, &mesh.cell_vertices())?;
+        let zeros = vec![0.0f32; mesh.nvertices()];
+        let dats = [
+            d.dat("coords", vertices, 2, &mesh.coords_f32())?,
+            d.dat("p", vertices, 1, &initial_values(&mesh))?,
+            d.dat("phi", vertices, 1, &zeros)?,
+            d.dat("t1", vertices, 1, &zeros)?,
+            d.dat("mass", vertices, 1, &zeros)?,
+        ];
+        let mut local = d.distribute(cells, partitioner)?;
+        let sets = [local.set(vertices), local.set(cells)];
+        let c2v = local.map(c2v);
+        let [a, b, c, e, f] = dats;
+        let dats = [
+            local.dat(a)?,
+            local.dat(b)?,
+            local.dat(c)?,
+            local.dat(e)?,
+            local.dat(f)?,
+        ];
+        Wave::assemble(ctx, mesh, dt, sets, c2v, dats)
+    }
+
+    fn assemble(
+        ctx: &Context,
+        mesh: TriMesh,
+        dt: f32,
+        [vertices, cells]: [Set; 2],
+        c2v: Map,
+        [coords, p, phi, t1, mass]: [Dat<f32>; 5],
+    ) -> Result<Wave> {
+        ctx.constant("dt", dt)?;
         let kernel = |name: &str| Kernel::new(name, KERNELS);
         let k = Kernels {
             phi_half: kernel("phi_half"),

@@ -19,7 +19,7 @@ fn all_sections(d: &DataInner) -> AccessSet {
 
 impl DataInner {
     /// Forces what reading (and, with `write`, writing) this data needs and reads it back.
-    async fn sync_host(self: &Rc<Self>, write: bool) -> Result<()> {
+    pub(super) async fn sync_host(self: &Rc<Self>, write: bool) -> Result<()> {
         let ctx = context_of(self)?;
         let r = all_sections(self);
         let w = if write { r.clone() } else { AccessSet::new() };
@@ -35,7 +35,7 @@ impl DataInner {
     }
 
     /// Runs pending readers and writers, then replaces the host copy.
-    fn write_host(self: &Rc<Self>, words: &[u32]) -> Result<()> {
+    pub(super) fn write_host(self: &Rc<Self>, words: &[u32]) -> Result<()> {
         let ctx = context_of(self)?;
         ctx.force(&AccessSet::new(), &all_sections(self), &[], "host write")?;
         let mut h = self.host.try_borrow_mut().map_err(|_| {
@@ -52,6 +52,14 @@ impl DataInner {
         Ok(())
     }
 
+    /// Words the host sees: a distributed Dat's owned elements, else everything.
+    fn visible(&self) -> usize {
+        match &self.set {
+            Some(s) if s.halo().is_some() => s.size() * self.dim,
+            _ => self.len(),
+        }
+    }
+
     fn read_guard<T: Scalar>(&self) -> Result<Ref<'_, [T]>> {
         let r = self.host.try_borrow().map_err(|_| {
             Error::Usage(format!(
@@ -60,7 +68,8 @@ impl DataInner {
                 self.name
             ))
         })?;
-        Ok(Ref::map(r, |v| bytemuck::cast_slice(v.as_slice())))
+        let n = self.visible();
+        Ok(Ref::map(r, |v| bytemuck::cast_slice(&v[..n])))
     }
 
     fn write_guard<T: Scalar>(&self) -> Result<RefMut<'_, [T]>> {
@@ -73,9 +82,9 @@ impl DataInner {
         })?;
         self.device_valid.set(false);
         self.host_valid.set(true);
-        Ok(RefMut::map(r, |v| {
-            bytemuck::cast_slice_mut(v.as_mut_slice())
-        }))
+        self.halo_valid.set(self.visible() == self.len());
+        let n = self.visible();
+        Ok(RefMut::map(r, |v| bytemuck::cast_slice_mut(&mut v[..n])))
     }
 }
 
@@ -101,17 +110,58 @@ impl<T: Scalar> Dat<T> {
         self.inner.sync_host(true).await?;
         self.inner.write_guard()
     }
-    /// Replaces the values from the host (after pending loops that read or write them).
+    /// Replaces the values from the host (after pending loops that read or write them). On a
+    /// distributed run: this rank's owned values.
     pub fn set_data(&mut self, values: &[T]) -> Result<()> {
-        if values.len() != self.inner.len() {
+        let n = self.inner.visible();
+        if values.len() != n {
             return Err(Error::Data(format!(
-                "Dat `{}`: got {} values, expected {}",
+                "Dat `{}`: got {} values, expected {n}{}",
                 self.inner.name,
                 values.len(),
-                self.inner.len()
+                if n < self.inner.len() {
+                    " (this rank's owned elements x dim)"
+                } else {
+                    ""
+                }
             )));
         }
-        self.inner.write_host(bytemuck::cast_slice(values))
+        if n == self.inner.len() {
+            return self.inner.write_host(bytemuck::cast_slice(values));
+        }
+        block(self.inner.sync_host(true))?;
+        let mut words = self.inner.host.borrow().clone();
+        words[..n].copy_from_slice(bytemuck::cast_slice(values));
+        self.inner.write_host(&words)?;
+        self.inner.halo_valid.set(false);
+        Ok(())
+    }
+
+    /// On a distributed run, the owned values of every rank in global order, on rank 0 (None
+    /// on the other ranks; every rank must call it). On one process, the values.
+    pub fn gather(&self) -> Result<Option<Vec<T>>> {
+        let d = &self.inner;
+        block(d.sync_host(false))?;
+        let Some(halo) = d.set.as_ref().and_then(|s| s.halo()).cloned() else {
+            return Ok(Some(d.read_guard::<T>()?.to_vec()));
+        };
+        let ctx = context_of(d)?;
+        let n = d.visible();
+        let owned = n / d.dim;
+        let values: Vec<u32> = d.host.borrow()[..n].to_vec();
+        let index = ctx.0.comm.gather(&halo.global[..owned]);
+        let values = ctx.0.comm.gather(&values);
+        let (Some(index), Some(values)) = (index, values) else {
+            return Ok(None);
+        };
+        let mut out = vec![0u32; halo.global_size * d.dim];
+        for (idx, vals) in index.iter().zip(&values) {
+            for (k, &g) in idx.iter().enumerate() {
+                out[g as usize * d.dim..(g as usize + 1) * d.dim]
+                    .copy_from_slice(&vals[k * d.dim..(k + 1) * d.dim]);
+            }
+        }
+        Ok(Some(bytemuck::cast_slice(&out).to_vec()))
     }
 }
 

@@ -19,6 +19,7 @@ use std::panic::Location;
 use std::rc::Rc;
 use validate::{describe_mask, values_for};
 
+mod dist;
 mod host;
 mod validate;
 
@@ -32,6 +33,8 @@ pub(crate) struct Inner {
     pub fuse_cache: RefCell<std::collections::HashMap<String, fuse::Cached>>,
     /// The WGSL of the groups the last force ran.
     pub shaders: RefCell<Vec<String>>,
+    /// The ranks this Context shares its mesh with (one process unless made `with_comm`).
+    pub comm: crate::dist::Comm,
 }
 
 impl Inner {
@@ -82,7 +85,15 @@ impl Context {
     pub fn with_config(config: Config) -> Result<Context> {
         pollster::block_on(Context::new_async(config))
     }
+    /// One rank of a distributed run on `comm` (see [`crate::dist::Distribution`]).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn with_comm(config: Config, comm: &crate::dist::Comm) -> Result<Context> {
+        pollster::block_on(Context::open(config, comm.clone()))
+    }
     pub async fn new_async(config: Config) -> Result<Context> {
+        Context::open(config, crate::dist::Comm::single()).await
+    }
+    async fn open(config: Config, comm: crate::dist::Comm) -> Result<Context> {
         let gpu = runtime::device::open(&config.adapter).await?;
         let max = gpu
             .limits
@@ -105,7 +116,16 @@ impl Context {
             explain: RefCell::new(String::new()),
             fuse_cache: RefCell::new(std::collections::HashMap::new()),
             shaders: RefCell::new(Vec::new()),
+            comm,
         })))
+    }
+    /// This process's rank (0 on one process).
+    pub fn rank(&self) -> usize {
+        self.0.comm.rank()
+    }
+    /// The number of ranks sharing the mesh (1 on one process).
+    pub fn ranks(&self) -> usize {
+        self.0.comm.size()
     }
     pub fn config(&self) -> &Config {
         &self.0.config
@@ -214,6 +234,7 @@ impl Context {
             host_valid: std::cell::Cell::new(false),
             device_valid: std::cell::Cell::new(false),
             alive: std::cell::Cell::new(true),
+            halo_valid: std::cell::Cell::new(true),
         })
     }
 
@@ -245,6 +266,21 @@ impl Context {
             inner,
             _t: PhantomData,
         })
+    }
+
+    /// A Dat holding `words` (already checked: `dim` values per stored element of `set`).
+    pub(crate) fn dat_words(
+        &self,
+        name: &str,
+        set: &crate::data::Set,
+        dim: usize,
+        dtype: DType,
+        words: Vec<u32>,
+    ) -> Rc<DataInner> {
+        let inner = self.data_inner(name, Some(set), dim, dtype);
+        *inner.host.borrow_mut() = words;
+        inner.host_valid.set(true);
+        inner
     }
 
     /// A Dat of zeros (no host memory until the host asks).
@@ -293,6 +329,7 @@ impl Context {
         let site = Location::caller();
         let space = space.into();
         self.check_loop(kernel, &space, args, site)?;
+        let space = self.before_distributed(kernel, space, args, site)?;
         let consts = {
             let all = self.0.consts.borrow();
             kernel
@@ -317,19 +354,19 @@ impl Context {
             rec
         };
         if !self.0.config.lazy {
-            let _ = rec;
             let all = self.0.trace.borrow_mut().take_all();
-            return block(self.run(all, &[], "eager"));
+            block(self.run(all, &[], "eager"))?;
+        } else {
+            let (len, bound) = (
+                self.0.trace.borrow().len(),
+                self.0.config.trace_bound.max(1),
+            );
+            if len > bound {
+                let oldest = self.0.trace.borrow_mut().take_prefix(len - bound / 2);
+                block(self.run(oldest, &[], "trace bound"))?;
+            }
         }
-        let (len, bound) = (
-            self.0.trace.borrow().len(),
-            self.0.config.trace_bound.max(1),
-        );
-        if len > bound {
-            let oldest = self.0.trace.borrow_mut().take_prefix(len - bound / 2);
-            return block(self.run(oldest, &[], "trace bound"));
-        }
-        Ok(())
+        self.after_distributed(&rec.space, args)
     }
 
     /// Runs everything pending.

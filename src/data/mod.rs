@@ -5,6 +5,8 @@
 //! Owns: host copies and their validity flags. Must never: talk to the device (the runtime
 //! keeps device buffers, keyed by these objects' ids).
 
+pub mod halo;
+
 use crate::error::{Error, Result};
 use crate::types::{Access, DType, Scalar};
 use std::cell::{Cell, OnceCell, RefCell};
@@ -60,6 +62,8 @@ pub(crate) struct SetInner {
     pub id: u64,
     pub name: String,
     pub sections: Sections,
+    /// On a distributed run: the global numbering and the exchange lists.
+    pub halo: Option<Rc<halo::Halo>>,
 }
 
 /// An iteration space: cells, edges, nodes.
@@ -83,7 +87,21 @@ impl Set {
             id: next_id(),
             name: name.into(),
             sections,
+            halo: None,
         }))
+    }
+    /// One rank's part of a distributed set (made by [`crate::dist::Distribution`]).
+    pub(crate) fn distributed(name: &str, sections: Sections, halo: halo::Halo) -> Set {
+        Set(Rc::new(SetInner {
+            id: next_id(),
+            name: name.to_string(),
+            sections,
+            halo: Some(Rc::new(halo)),
+        }))
+    }
+    /// The global numbering and exchange lists, on a distributed run.
+    pub(crate) fn halo(&self) -> Option<&Rc<halo::Halo>> {
+        self.0.halo.as_ref()
     }
     pub fn name(&self) -> &str {
         &self.0.name
@@ -177,12 +195,15 @@ impl Subset {
 pub enum IterSpace {
     Set(Set),
     Subset(Subset),
+    /// A distributed set's owned elements and its exec halo: what a loop that increments or
+    /// writes through a map runs (made by `par_loop`, not by users).
+    WithExecHalo(Set),
 }
 
 impl IterSpace {
     pub fn set(&self) -> &Set {
         match self {
-            IterSpace::Set(s) => s,
+            IterSpace::Set(s) | IterSpace::WithExecHalo(s) => s,
             IterSpace::Subset(s) => &s.0.set,
         }
     }
@@ -190,6 +211,7 @@ impl IterSpace {
         match self {
             IterSpace::Set(s) => s.size(),
             IterSpace::Subset(s) => s.len(),
+            IterSpace::WithExecHalo(s) => s.size() + s.sections().exec_halo,
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -197,7 +219,7 @@ impl IterSpace {
     }
     pub fn subset(&self) -> Option<&Subset> {
         match self {
-            IterSpace::Set(_) => None,
+            IterSpace::Set(_) | IterSpace::WithExecHalo(_) => None,
             IterSpace::Subset(s) => Some(s),
         }
     }
@@ -205,6 +227,7 @@ impl IterSpace {
         match self {
             IterSpace::Set(s) => s.name().to_string(),
             IterSpace::Subset(s) => format!("{} (subset of {})", s.name(), s.set().name()),
+            IterSpace::WithExecHalo(s) => format!("{} (owned and exec halo)", s.name()),
         }
     }
     /// Identifies the location: the set, and the subset if any.
@@ -212,6 +235,7 @@ impl IterSpace {
         match self {
             IterSpace::Set(s) => (s.id(), 0),
             IterSpace::Subset(s) => (s.set().id(), s.0.id),
+            IterSpace::WithExecHalo(s) => (s.id(), u64::MAX),
         }
     }
 }
@@ -375,6 +399,8 @@ pub(crate) struct DataInner {
     pub device_valid: Cell<bool>,
     /// The user still holds a handle: its value may be read later.
     pub alive: Cell<bool>,
+    /// On a distributed set: the halo holds the owners' current values.
+    pub halo_valid: Cell<bool>,
 }
 
 impl DataInner {

@@ -18,10 +18,16 @@
 //! Owns: pure functions from sizes and map values to local numberings. Must never: know about
 //! MPI, wgpu or Dats (the runtime moves values with these lists).
 
+mod comm;
+mod distribute;
 #[cfg(test)]
 mod tests;
 
+pub use comm::Comm;
+pub use distribute::{Distributed, Distribution, GlobalDat, GlobalMap, GlobalSet, Partitioner};
+
 use crate::data::Sections;
+pub use crate::data::halo::{Exchange, Halo};
 
 /// A map between two of the distributed sets, by index into the set list.
 #[derive(Clone, Copy, Debug)]
@@ -172,17 +178,6 @@ pub struct LocalSet {
     pub global: Vec<u32>,
     /// Owner of each halo element (local index sections.core + sections.owned + h).
     pub halo_owner: Vec<u32>,
-}
-
-/// The elements one rank exchanges with one neighbour for one set, as local indices: `send`
-/// are owned elements the neighbour holds in its halo, `recv` are this rank's halo elements the
-/// neighbour owns. Rank r's `send` to q and q's `recv` from r list the same global elements in
-/// the same order.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Exchange {
-    pub rank: u32,
-    pub send: Vec<u32>,
-    pub recv: Vec<u32>,
 }
 
 /// One rank's part of the whole distribution.

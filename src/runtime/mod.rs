@@ -75,6 +75,14 @@ pub struct Stats {
     pub bind_groups_cached: usize,
     /// Bytes of device memory held now (data, maps, plans, pooled and readback buffers).
     pub device_bytes: u64,
+    /// Distributed runs: halo exchanges done, and those skipped because the halo was current.
+    pub halo_exchanges: u64,
+    pub halo_exchanges_skipped: u64,
+    /// Messages sent and bytes sent by halo exchanges.
+    pub halo_messages: u64,
+    pub halo_bytes: u64,
+    /// Global reductions combined across ranks.
+    pub global_reductions: u64,
 }
 
 /// A built plan and its packed device buffer.

@@ -105,8 +105,10 @@ impl LoopRecord {
     }
     /// Read and write sets of a loop's arguments (INC counts as both).
     pub fn access_sets(space: &IterSpace, args: &[Arg]) -> (AccessSet, AccessSet) {
-        let _ = space;
-        let iterated = section::CORE | section::OWNED;
+        let iterated = match space {
+            IterSpace::WithExecHalo(_) => section::CORE | section::OWNED | section::EXEC_HALO,
+            _ => section::CORE | section::OWNED,
+        };
         let (mut r, mut w) = (AccessSet::new(), AccessSet::new());
         for a in args {
             let mask = match a.via {

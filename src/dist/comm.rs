@@ -1,0 +1,202 @@
+//! The communicator a Context runs on: one process (always available), or MPI's world with the
+//! `mpi` cargo feature. The rest of parloop only sees the operations it needs: rank and size,
+//! a neighbour exchange of u32 words, reductions of a Global's words, and a gather to rank 0.
+
+use crate::error::{Error, Result};
+use crate::types::{Access, DType};
+use std::rc::Rc;
+
+/// Which processes a [`crate::Context`] shares its mesh with. Cheap to clone.
+#[derive(Clone)]
+pub struct Comm(Rc<Inner>);
+
+enum Inner {
+    Single,
+    #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
+    Mpi {
+        world: mpi::topology::SimpleCommunicator,
+        // Finalizes MPI when the last clone of this Comm (and of every Context on it) is gone.
+        _universe: mpi::environment::Universe,
+    },
+}
+
+impl Comm {
+    /// This process alone: rank 0 of 1 (what a Context uses unless given another).
+    pub fn single() -> Comm {
+        Comm(Rc::new(Inner::Single))
+    }
+
+    /// MPI's world communicator; initializes MPI, which is finalized when the last clone of
+    /// this Comm and of every Context on it is dropped (keep one alive until the program
+    /// ends: MPI cannot be initialized twice in one process).
+    #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
+    pub fn world() -> Result<Comm> {
+        use mpi::traits::Communicator;
+        let universe = mpi::initialize().ok_or_else(|| {
+            Error::Usage(
+                "MPI is already initialized in this process (a Comm::world() was made and \
+                 dropped, or another library initialized it): make one Comm::world() and keep \
+                 it for the whole program"
+                    .into(),
+            )
+        })?;
+        let world = universe.world();
+        let _ = world.rank();
+        Ok(Comm(Rc::new(Inner::Mpi {
+            world,
+            _universe: universe,
+        })))
+    }
+
+    /// This process's rank, 0-based.
+    pub fn rank(&self) -> usize {
+        match &*self.0 {
+            Inner::Single => 0,
+            #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
+            Inner::Mpi { world, .. } => {
+                use mpi::traits::Communicator;
+                world.rank() as usize
+            }
+        }
+    }
+
+    /// The number of processes.
+    pub fn size(&self) -> usize {
+        match &*self.0 {
+            Inner::Single => 1,
+            #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
+            Inner::Mpi { world, .. } => {
+                use mpi::traits::Communicator;
+                world.size() as usize
+            }
+        }
+    }
+
+    /// Sends `sends[k].1` to rank `sends[k].0` and receives `recvs[k].1` words from rank
+    /// `recvs[k].0`, all at once (non-blocking sends and receives, then a wait for all).
+    #[cfg_attr(not(feature = "mpi"), allow(unused_mut))]
+    pub(crate) fn exchange(
+        &self,
+        sends: &[(u32, Vec<u32>)],
+        recvs: &[(u32, usize)],
+    ) -> Result<Vec<Vec<u32>>> {
+        let mut out: Vec<Vec<u32>> = recvs.iter().map(|&(_, n)| vec![0u32; n]).collect();
+        match &*self.0 {
+            Inner::Single => {
+                if sends.iter().any(|s| !s.1.is_empty()) || recvs.iter().any(|r| r.1 > 0) {
+                    return Err(Error::Usage(
+                        "a halo exchange on one process: this Context has no other ranks".into(),
+                    ));
+                }
+            }
+            #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
+            Inner::Mpi { world, .. } => {
+                use mpi::request::WaitGuard;
+                use mpi::traits::{Communicator, Destination, Source};
+                mpi::request::scope(|scope| {
+                    let mut guards = Vec::new();
+                    for (buf, &(q, _)) in out.iter_mut().zip(recvs) {
+                        guards.push(WaitGuard::from(
+                            world
+                                .process_at_rank(q as i32)
+                                .immediate_receive_into(scope, &mut buf[..]),
+                        ));
+                    }
+                    for (q, data) in sends {
+                        guards.push(WaitGuard::from(
+                            world
+                                .process_at_rank(*q as i32)
+                                .immediate_send(scope, &data[..]),
+                        ));
+                    }
+                    drop(guards);
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Combines a Global's words over all ranks: the sum (INC), least (MIN) or greatest (MAX)
+    /// of each value, for the Global's type.
+    #[cfg_attr(not(feature = "mpi"), allow(unused_variables))]
+    pub(crate) fn all_reduce(&self, dtype: DType, access: Access, words: &mut [u32]) {
+        match &*self.0 {
+            Inner::Single => {}
+            #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
+            Inner::Mpi { world, .. } => {
+                use mpi::collective::SystemOperation;
+                use mpi::traits::CommunicatorCollectives;
+                let op = match access {
+                    Access::Min => SystemOperation::min(),
+                    Access::Max => SystemOperation::max(),
+                    _ => SystemOperation::sum(),
+                };
+                match dtype {
+                    DType::F32 => {
+                        let send: Vec<f32> = words.iter().map(|&w| f32::from_bits(w)).collect();
+                        let mut recv = vec![0f32; send.len()];
+                        world.all_reduce_into(&send[..], &mut recv[..], op);
+                        for (w, v) in words.iter_mut().zip(recv) {
+                            *w = v.to_bits();
+                        }
+                    }
+                    DType::I32 => {
+                        let send: Vec<i32> = words.iter().map(|&w| w as i32).collect();
+                        let mut recv = vec![0i32; send.len()];
+                        world.all_reduce_into(&send[..], &mut recv[..], op);
+                        for (w, v) in words.iter_mut().zip(recv) {
+                            *w = v as u32;
+                        }
+                    }
+                    DType::U32 => {
+                        let send = words.to_vec();
+                        world.all_reduce_into(&send[..], words, op);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every rank's words on rank 0 (in rank order); None on the other ranks.
+    pub(crate) fn gather(&self, words: &[u32]) -> Option<Vec<Vec<u32>>> {
+        match &*self.0 {
+            Inner::Single => Some(vec![words.to_vec()]),
+            #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
+            Inner::Mpi { world, .. } => {
+                use mpi::traits::{Communicator, Destination, Source};
+                if world.rank() == 0 {
+                    let mut all = vec![words.to_vec()];
+                    for r in 1..world.size() {
+                        all.push(world.process_at_rank(r).receive_vec::<u32>().0);
+                    }
+                    Some(all)
+                } else {
+                    world.process_at_rank(0).send(words);
+                    None
+                }
+            }
+        }
+    }
+
+    /// The same value on every rank (a collective check): the least and greatest over ranks.
+    pub(crate) fn min_max(&self, v: u64) -> (u64, u64) {
+        match &*self.0 {
+            Inner::Single => (v, v),
+            #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
+            Inner::Mpi { world, .. } => {
+                use mpi::collective::SystemOperation;
+                use mpi::traits::CommunicatorCollectives;
+                let (mut lo, mut hi) = (0u64, 0u64);
+                world.all_reduce_into(&v, &mut lo, SystemOperation::min());
+                world.all_reduce_into(&v, &mut hi, SystemOperation::max());
+                (lo, hi)
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Comm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Comm(rank {} of {})", self.rank(), self.size())
+    }
+}

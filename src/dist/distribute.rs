@@ -1,0 +1,247 @@
+//! The user's entry point to a distributed run, as OP2's `op_partition`: declare the global
+//! Sets, Maps and Dats (every rank declares the same ones, with the same values), then
+//! `distribute` gives each rank its part: local Sets numbered core | owned | exec halo |
+//! non-exec halo, local Maps and Dats, and the exchange lists the runtime uses.
+//!
+//! Where the global data lives: every rank holds the declared global arrays until
+//! `distribute` returns (the partition and the neighbours' halos are computed from them on
+//! every rank, in O(ranks x mesh) time); then only the local part is kept, so memory per rank
+//! for Dats and Maps shrinks with the number of ranks after distribution.
+
+use super::{MapSpec, block_owners, derive_owners, local_part};
+use crate::context::Context;
+use crate::data::{Dat, Map, Set, halo::Halo};
+use crate::error::{Error, Result};
+use crate::types::Scalar;
+use std::marker::PhantomData;
+
+/// A global set declared for distribution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GlobalSet(usize);
+/// A global map declared for distribution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GlobalMap(usize);
+/// A global Dat declared for distribution.
+#[derive(Debug)]
+pub struct GlobalDat<T>(usize, PhantomData<T>);
+impl<T> Clone for GlobalDat<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for GlobalDat<T> {}
+
+/// How the primary set's elements are given to ranks.
+#[derive(Clone, Debug)]
+pub enum Partitioner {
+    /// Contiguous blocks of the global numbering (simple; fine for structured numberings).
+    Block,
+    /// The owner rank of every element of the primary set, as the user computed it.
+    Owners(Vec<u32>),
+}
+
+struct DatDecl {
+    name: String,
+    set: usize,
+    dim: usize,
+    dtype: crate::types::DType,
+    words: Vec<u32>,
+}
+
+/// Global declarations waiting to be distributed.
+pub struct Distribution {
+    ctx: Context,
+    sets: Vec<(String, usize)>,
+    maps: Vec<(String, usize, usize, usize, Vec<u32>)>,
+    dats: Vec<DatDecl>,
+}
+
+/// One rank's part of what was declared.
+pub struct Distributed {
+    sets: Vec<Set>,
+    maps: Vec<Map>,
+    dats: Vec<Option<std::rc::Rc<crate::data::DataInner>>>,
+    /// Per set: (name, global size, core, owned, exec halo, non-exec halo) on this rank.
+    pub sizes: Vec<(String, usize, [usize; 4])>,
+}
+
+impl Distribution {
+    /// Starts declaring the global mesh of a run on `ctx`'s ranks.
+    pub fn new(ctx: &Context) -> Distribution {
+        Distribution {
+            ctx: ctx.clone(),
+            sets: Vec::new(),
+            maps: Vec::new(),
+            dats: Vec::new(),
+        }
+    }
+    /// A global set of `size` elements.
+    pub fn set(&mut self, name: &str, size: usize) -> GlobalSet {
+        self.sets.push((name.to_string(), size));
+        GlobalSet(self.sets.len() - 1)
+    }
+    /// A global map: `arity` targets in `to` per element of `from`, row-major.
+    pub fn map(
+        &mut self,
+        name: &str,
+        from: GlobalSet,
+        to: GlobalSet,
+        arity: usize,
+        values: &[u32],
+    ) -> Result<GlobalMap> {
+        let (fname, fsize) = self.sets[from.0].clone();
+        let (tname, tsize) = self.sets[to.0].clone();
+        if arity == 0 || values.len() != fsize * arity {
+            return Err(Error::Data(format!(
+                "Map `{name}`: got {} values, expected {} ({fsize} elements of `{fname}` x \
+                 arity {arity}, arity at least 1)",
+                values.len(),
+                fsize * arity
+            )));
+        }
+        if let Some((k, &v)) = values
+            .iter()
+            .enumerate()
+            .find(|(_, v)| **v as usize >= tsize)
+        {
+            return Err(Error::Data(format!(
+                "Map `{name}`: value {v} at element {}, index {} is outside `{tname}` (size \
+                 {tsize})",
+                k / arity,
+                k % arity
+            )));
+        }
+        self.maps
+            .push((name.to_string(), from.0, to.0, arity, values.to_vec()));
+        Ok(GlobalMap(self.maps.len() - 1))
+    }
+    /// A global Dat: `dim` values per element of `set`.
+    pub fn dat<T: Scalar>(
+        &mut self,
+        name: &str,
+        set: GlobalSet,
+        dim: usize,
+        values: &[T],
+    ) -> Result<GlobalDat<T>> {
+        let (sname, size) = &self.sets[set.0];
+        if dim == 0 || values.len() != size * dim {
+            return Err(Error::Data(format!(
+                "Dat `{name}`: got {} values, expected {} ({size} elements of `{sname}` x dim \
+                 {dim}, dim at least 1)",
+                values.len(),
+                size * dim
+            )));
+        }
+        self.dats.push(DatDecl {
+            name: name.to_string(),
+            set: set.0,
+            dim,
+            dtype: T::DTYPE,
+            words: bytemuck::cast_slice(values).to_vec(),
+        });
+        Ok(GlobalDat(self.dats.len() - 1, PhantomData))
+    }
+
+    /// Partitions `primary` with `partitioner`, derives the owners of the other sets through
+    /// the maps, and builds this rank's part. Every rank must call it with the same
+    /// declarations.
+    pub fn distribute(self, primary: GlobalSet, partitioner: Partitioner) -> Result<Distributed> {
+        let ranks = self.ctx.ranks();
+        let rank = self.ctx.rank() as u32;
+        let sizes: Vec<(&str, usize)> = self.sets.iter().map(|(n, s)| (n.as_str(), *s)).collect();
+        let specs: Vec<MapSpec> = self
+            .maps
+            .iter()
+            .map(|(name, from, to, arity, values)| MapSpec {
+                name,
+                from: *from,
+                to: *to,
+                arity: *arity,
+                values,
+            })
+            .collect();
+        let owners0 = match partitioner {
+            Partitioner::Block => block_owners(sizes[primary.0].1, ranks),
+            Partitioner::Owners(o) => o,
+        };
+        let owners = derive_owners(&sizes, &specs, primary.0, owners0, ranks)
+            .map_err(|e| Error::Data(format!("distributing the mesh: {e}")))?;
+        let part = local_part(&sizes, &specs, &owners, rank);
+        let sets: Vec<Set> = part
+            .sets
+            .iter()
+            .zip(&part.exchanges)
+            .zip(&sizes)
+            .map(|((ls, ex), &(name, global_size))| {
+                Set::distributed(
+                    name,
+                    ls.sections,
+                    Halo {
+                        global: ls.global.clone(),
+                        global_size,
+                        exchanges: ex.clone(),
+                    },
+                )
+            })
+            .collect();
+        let maps = self
+            .maps
+            .iter()
+            .zip(&part.maps)
+            .map(|((name, from, to, arity, _), local)| {
+                Map::new(name, &sets[*from], &sets[*to], *arity, local)
+            })
+            .collect::<Result<Vec<Map>>>()?;
+        let dats = self
+            .dats
+            .iter()
+            .map(|d| {
+                let g = &part.sets[d.set].global;
+                let mut words = Vec::with_capacity(g.len() * d.dim);
+                for &e in g {
+                    words.extend_from_slice(&d.words[e as usize * d.dim..(e as usize + 1) * d.dim]);
+                }
+                Ok(Some(self.ctx.dat_words(
+                    &d.name,
+                    &sets[d.set],
+                    d.dim,
+                    d.dtype,
+                    words,
+                )))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let out_sizes = sets
+            .iter()
+            .zip(&self.sets)
+            .map(|(s, (n, g))| (n.clone(), *g, s.sections().counts()))
+            .collect();
+        Ok(Distributed {
+            sets,
+            maps,
+            dats,
+            sizes: out_sizes,
+        })
+    }
+}
+
+impl Distributed {
+    /// This rank's part of a declared set.
+    pub fn set(&self, s: GlobalSet) -> Set {
+        self.sets[s.0].clone()
+    }
+    /// This rank's part of a declared map (targets in local numbering).
+    pub fn map(&self, m: GlobalMap) -> Map {
+        self.maps[m.0].clone()
+    }
+    /// This rank's part of a declared Dat (owned and halo values). Each Dat is handed out
+    /// once (a Dat has one owner).
+    pub fn dat<T: Scalar>(&mut self, d: GlobalDat<T>) -> Result<Dat<T>> {
+        let inner = self.dats[d.0].take().ok_or_else(|| {
+            Error::Usage("this Dat was already taken from the distribution".into())
+        })?;
+        Ok(Dat {
+            inner,
+            _t: PhantomData,
+        })
+    }
+}
