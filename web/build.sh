@@ -13,6 +13,9 @@ if ! wasm-bindgen --version 2>/dev/null | grep -qF "$version"; then
     cargo install wasm-bindgen-cli --version "$version"
 fi
 cargo build -p parloop-web --target wasm32-unknown-unknown --profile web
+# Wherever Cargo puts its output (CARGO_TARGET_DIR, build.target-dir), not ./target.
+target_dir=$(cargo metadata --format-version 1 --no-deps |
+    sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 wasm-bindgen --target web --no-typescript --out-dir web/pkg \
-    target/wasm32-unknown-unknown/web/parloop_web.wasm
+    "$target_dir/wasm32-unknown-unknown/web/parloop_web.wasm"
 ls -l web/pkg/*.wasm
