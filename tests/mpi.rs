@@ -1,13 +1,15 @@
-//! Distributed runs under `mpirun` against the same program on one process: the wave on 1, 2
-//! and 4 ranks. Each case runs this test binary under `mpirun` with one ignored worker test
+//! Distributed runs under `mpirun` against the same program on one process: the wave on 1, 2,
+//! 3 and 4 ranks, Airfoil on 1, 2, 3 and 4 ranks. Each case runs this test binary under `mpirun` with one ignored worker test
 //! selected; rank 0 writes what it gathered to a file this test reads.
 //!
 //! `cargo test --features mpi --test mpi` (needs Open MPI's `mpirun`).
 
 mod common;
 
+use parloop::apps::airfoil::Airfoil;
 use parloop::apps::wave::Wave;
 use parloop::dist::{Comm, Partitioner};
+use parloop::mesh::airfoil::naca0012;
 use parloop::mesh::unit_square;
 use parloop::{Config, Context};
 use std::path::PathBuf;
@@ -126,4 +128,68 @@ fn the_wave_on_1_2_and_4_ranks_equals_one_process() {
     }
     let got = mpirun(3, "wave_worker", "scattered");
     assert_close(&got, &want, "wave on 3 ranks, cells dealt round-robin");
+}
+
+const AIRFOIL_ITERATIONS: usize = 100;
+
+/// Airfoil's rms after each iteration, then q at the end.
+fn airfoil_run(a: &Airfoil, ctx: &Context) -> (Vec<f32>, Option<Vec<f32>>) {
+    let ncells = a.cells.global_size() as f64;
+    let mut history = Vec::new();
+    for _ in 0..AIRFOIL_ITERATIONS {
+        let g = ctx.global("rms", &[0.0f32]).unwrap();
+        a.iteration(Some(&g)).unwrap();
+        history.push((g.value().unwrap()[0] as f64 / ncells).sqrt() as f32);
+    }
+    (history, a.q.gather().unwrap())
+}
+
+#[test]
+#[ignore = "run by the other tests under mpirun"]
+fn airfoil_worker() {
+    let Some(out) = out_path() else { return };
+    let comm = Comm::world().unwrap();
+    let ctx = Context::with_comm(Config::from_env().unwrap(), &comm).unwrap();
+    let a = Airfoil::distributed(&ctx, &naca0012(60, 90), Partitioner::Block).unwrap();
+    let (mut history, q) = airfoil_run(&a, &ctx);
+    let s = ctx.stats();
+    let c = a.cells.sections();
+    eprintln!(
+        "rank {} of {}: cells {} core + {} owned, {} exec halo, {} non-exec halo; {} halo \
+         exchanges ({} skipped), {} messages, {} bytes",
+        ctx.rank(),
+        ctx.ranks(),
+        c.core,
+        c.owned,
+        c.exec_halo,
+        c.nonexec_halo,
+        s.halo_exchanges,
+        s.halo_exchanges_skipped,
+        s.halo_messages,
+        s.halo_bytes
+    );
+    if let Some(q) = q {
+        history.extend(q);
+        std::fs::write(out, bytemuck::cast_slice(&history)).unwrap();
+    }
+}
+
+#[test]
+fn airfoil_on_1_to_4_ranks_equals_one_process() {
+    let ctx = common::ctx();
+    let a = Airfoil::new(&ctx, &naca0012(60, 90)).unwrap();
+    let (history, q) = airfoil_run(&a, &ctx);
+    let q = q.unwrap();
+    for np in 1..=4 {
+        let got = mpirun(np, "airfoil_worker", "block");
+        let (h, gq) = got.split_at(AIRFOIL_ITERATIONS);
+        for (i, (g, w)) in h.iter().zip(&history).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-5 * w.abs(),
+                "Airfoil on {np} ranks: rms after iteration {}: {g} vs one process {w}",
+                i + 1
+            );
+        }
+        assert_close(gq, &q, &format!("Airfoil's q on {np} ranks"));
+    }
 }

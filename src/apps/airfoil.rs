@@ -161,6 +161,36 @@ struct Kernels {
     update_rms: Kernel,
 }
 
+/// The mesh as flat arrays, and the initial data.
+struct Globals {
+    pcell: Vec<u32>,
+    pedge: Vec<u32>,
+    pecell: Vec<u32>,
+    pbedge: Vec<u32>,
+    x: Vec<f32>,
+    q: Vec<f32>,
+    bound: Vec<i32>,
+}
+
+impl Globals {
+    fn of(m: &AirfoilMesh) -> Globals {
+        let flat2 = |v: &[[u32; 2]]| v.iter().flatten().copied().collect::<Vec<u32>>();
+        let qinf = constants_f32().qinf;
+        Globals {
+            pcell: m.cells.iter().flatten().copied().collect(),
+            pedge: flat2(&m.edges),
+            pecell: flat2(&m.ecells),
+            pbedge: flat2(&m.bedges),
+            x: m.x
+                .iter()
+                .flat_map(|p| [p[0] as f32, p[1] as f32])
+                .collect(),
+            q: (0..m.cells.len()).flat_map(|_| qinf).collect(),
+            bound: m.bound.iter().map(|&b| b as i32).collect(),
+        }
+    }
+}
+
 /// The solver's data on a context.
 pub struct Airfoil {
     pub ctx: Context,
@@ -185,38 +215,95 @@ pub struct Airfoil {
 impl Airfoil {
     /// Declares the sets, maps, data (q = qinf, res = 0) and Consts.
     pub fn new(ctx: &Context, m: &AirfoilMesh) -> Result<Airfoil> {
+        let g = Globals::of(m);
+        let (nn, nc, ne, nb) = m.counts();
+        let nodes = Set::new("nodes", nn);
+        let cells = Set::new("cells", nc);
+        let edges = Set::new("edges", ne);
+        let bedges = Set::new("bedges", nb);
+        let pcell = Map::new("pcell", &cells, &nodes, 4, &g.pcell)?;
+        let pedge = Map::new("pedge", &edges, &nodes, 2, &g.pedge)?;
+        let pecell = Map::new("pecell", &edges, &cells, 2, &g.pecell)?;
+        let pbedge = Map::new("pbedge", &bedges, &nodes, 2, &g.pbedge)?;
+        let pbecell = Map::new("pbecell", &bedges, &cells, 1, &m.becells)?;
+        let dats = [
+            ctx.dat("x", &nodes, 2, &g.x)?,
+            ctx.dat("q", &cells, 4, &g.q)?,
+            ctx.dat_zeros("qold", &cells, 4)?,
+            ctx.dat_zeros("adt", &cells, 1)?,
+            ctx.dat_zeros("res", &cells, 4)?,
+        ];
+        let bound = ctx.dat("bound", &bedges, 1, &g.bound)?;
+        Airfoil::assemble(
+            ctx,
+            [nodes, cells, edges, bedges],
+            [pcell, pedge, pecell, pbedge, pbecell],
+            dats,
+            bound,
+        )
+    }
+
+    /// This rank's part of the solver on `m`, distributed over `ctx`'s ranks with the cells
+    /// partitioned by `partitioner` (every rank calls it with the same mesh). On one rank it
+    /// is the same as [`Airfoil::new`].
+    pub fn distributed(
+        ctx: &Context,
+        m: &AirfoilMesh,
+        partitioner: crate::dist::Partitioner,
+    ) -> Result<Airfoil> {
+        let g = Globals::of(m);
+        let (nn, nc, ne, nb) = m.counts();
+        let mut d = crate::dist::Distribution::new(ctx);
+        let nodes = d.set("nodes", nn);
+        let cells = d.set("cells", nc);
+        let edges = d.set("edges", ne);
+        let bedges = d.set("bedges", nb);
+        let maps = [
+            d.map("pcell", cells, nodes, 4, &g.pcell)?,
+            d.map("pedge", edges, nodes, 2, &g.pedge)?,
+            d.map("pecell", edges, cells, 2, &g.pecell)?,
+            d.map("pbedge", bedges, nodes, 2, &g.pbedge)?,
+            d.map("pbecell", bedges, cells, 1, &m.becells)?,
+        ];
+        let zeros = |n: usize| vec![0.0f32; n];
+        let dats = [
+            d.dat("x", nodes, 2, &g.x)?,
+            d.dat("q", cells, 4, &g.q)?,
+            d.dat("qold", cells, 4, &zeros(4 * nc))?,
+            d.dat("adt", cells, 1, &zeros(nc))?,
+            d.dat("res", cells, 4, &zeros(4 * nc))?,
+        ];
+        let bound = d.dat("bound", bedges, 1, &g.bound)?;
+        let mut l = d.distribute(cells, partitioner)?;
+        let sets = [nodes, cells, edges, bedges].map(|s| l.set(s));
+        let maps = maps.map(|m| l.map(m));
+        let [a, b, c, e, f] = dats;
+        let dats = [l.dat(a)?, l.dat(b)?, l.dat(c)?, l.dat(e)?, l.dat(f)?];
+        let bound = l.dat(bound)?;
+        Airfoil::assemble(ctx, sets, maps, dats, bound)
+    }
+
+    fn assemble(
+        ctx: &Context,
+        [nodes, cells, edges, bedges]: [Set; 4],
+        [pcell, pedge, pecell, pbedge, pbecell]: [Map; 5],
+        [x, q, qold, adt, res]: [Dat<f32>; 5],
+        bound: Dat<i32>,
+    ) -> Result<Airfoil> {
         let c = constants_f32();
         ctx.constant("gam", c.gam)?;
         ctx.constant("gm1", c.gm1)?;
         ctx.constant("cfl", c.cfl)?;
         ctx.constant("eps", c.eps)?;
         ctx.constant("qinf", c.qinf)?;
-        let (nn, nc, ne, nb) = m.counts();
-        let nodes = Set::new("nodes", nn);
-        let cells = Set::new("cells", nc);
-        let edges = Set::new("edges", ne);
-        let bedges = Set::new("bedges", nb);
-        let flat2 = |v: &[[u32; 2]]| v.iter().flatten().copied().collect::<Vec<u32>>();
-        let pcell_values: Vec<u32> = m.cells.iter().flatten().copied().collect();
-        let pcell = Map::new("pcell", &cells, &nodes, 4, &pcell_values)?;
-        let pedge = Map::new("pedge", &edges, &nodes, 2, &flat2(&m.edges))?;
-        let pecell = Map::new("pecell", &edges, &cells, 2, &flat2(&m.ecells))?;
-        let pbedge = Map::new("pbedge", &bedges, &nodes, 2, &flat2(&m.bedges))?;
-        let pbecell = Map::new("pbecell", &bedges, &cells, 1, &m.becells)?;
-        let xs: Vec<f32> =
-            m.x.iter()
-                .flat_map(|p| [p[0] as f32, p[1] as f32])
-                .collect();
-        let q0: Vec<f32> = (0..nc).flat_map(|_| c.qinf).collect();
-        let bound: Vec<i32> = m.bound.iter().map(|&b| b as i32).collect();
         let kernel = |name: &str| Kernel::new(name, KERNELS);
         Ok(Airfoil {
-            x: ctx.dat("x", &nodes, 2, &xs)?,
-            q: ctx.dat("q", &cells, 4, &q0)?,
-            qold: ctx.dat_zeros("qold", &cells, 4)?,
-            adt: ctx.dat_zeros("adt", &cells, 1)?,
-            res: ctx.dat_zeros("res", &cells, 4)?,
-            bound: ctx.dat("bound", &bedges, 1, &bound)?,
+            x,
+            q,
+            qold,
+            adt,
+            res,
+            bound,
             k: Kernels {
                 save_soln: kernel("save_soln"),
                 adt_calc: kernel("adt_calc"),

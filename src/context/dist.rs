@@ -160,6 +160,12 @@ impl Context {
         let Some(halo) = d.set.as_ref().and_then(|s| s.halo()).cloned() else {
             return Ok(());
         };
+        if halo.exchanges.is_empty() {
+            // No neighbours (one rank, or a part nobody shares): nothing to bring in.
+            d.halo_valid.set(true);
+            self.0.rt.borrow_mut().stats.halo_exchanges_skipped += 1;
+            return Ok(());
+        }
         block(d.sync_host(false))?;
         let dim = d.dim;
         let mut words = d.host.borrow().clone();

@@ -110,6 +110,10 @@ impl Set {
     pub fn size(&self) -> usize {
         self.0.sections.core + self.0.sections.owned
     }
+    /// Elements of the whole set: on a distributed run, over all ranks; else `size()`.
+    pub fn global_size(&self) -> usize {
+        self.0.halo.as_ref().map_or(self.size(), |h| h.global_size)
+    }
     /// Elements stored, halos included.
     pub fn total(&self) -> usize {
         self.0.sections.bounds()[4]
