@@ -16,7 +16,7 @@
 //! points. The lazy, overlapped schedule is the next step.
 
 use super::*;
-use crate::data::Via;
+use crate::data::{Set, Via};
 
 impl Context {
     /// The iteration space a loop over a distributed set runs, after the exchanges its reads
@@ -155,9 +155,15 @@ impl Context {
         Ok(())
     }
 
-    /// Brings `d`'s halo up to date from the owners of its elements.
+    /// Brings `d`'s halo up to date from the owners of its elements: a loop packs on the
+    /// device the owned values the neighbours need (the send lists, one after another), only
+    /// those are read back and sent; the received values are written into the halo section of
+    /// the device copy (and of the host copy where it is current).
     fn exchange(&self, d: &Rc<DataInner>) -> Result<()> {
-        let Some(halo) = d.set.as_ref().and_then(|s| s.halo()).cloned() else {
+        let Some(set) = d.set.clone() else {
+            return Ok(());
+        };
+        let Some(halo) = set.halo().cloned() else {
             return Ok(());
         };
         if halo.exchanges.is_empty() {
@@ -166,21 +172,15 @@ impl Context {
             self.0.rt.borrow_mut().stats.halo_exchanges_skipped += 1;
             return Ok(());
         }
-        block(d.sync_host(false))?;
         let dim = d.dim;
-        let mut words = d.host.borrow().clone();
-        let gather = |list: &[u32]| -> Vec<u32> {
-            list.iter()
-                .flat_map(|&l| &words[l as usize * dim..(l as usize + 1) * dim])
-                .copied()
-                .collect()
-        };
-        let sends: Vec<(u32, Vec<u32>)> = halo
-            .exchanges
-            .iter()
-            .filter(|x| !x.send.is_empty())
-            .map(|x| (x.rank, gather(&x.send)))
-            .collect();
+        let packed = self.pack(d, &set, &halo)?;
+        let mut sends = Vec::new();
+        let mut at = 0;
+        for x in halo.exchanges.iter().filter(|x| !x.send.is_empty()) {
+            let n = x.send.len() * dim;
+            sends.push((x.rank, packed[at..at + n].to_vec()));
+            at += n;
+        }
         let recvs: Vec<(u32, usize)> = halo
             .exchanges
             .iter()
@@ -188,6 +188,8 @@ impl Context {
             .map(|x| (x.rank, x.recv.len() * dim))
             .collect();
         let got = self.0.comm.exchange(&sends, &recvs)?;
+        let start = set.size();
+        let mut words = vec![0u32; (set.total() - start) * dim];
         for (x, vals) in halo
             .exchanges
             .iter()
@@ -195,16 +197,98 @@ impl Context {
             .zip(got)
         {
             for (k, &l) in x.recv.iter().enumerate() {
-                words[l as usize * dim..(l as usize + 1) * dim]
-                    .copy_from_slice(&vals[k * dim..(k + 1) * dim]);
+                let h = l as usize - start;
+                words[h * dim..(h + 1) * dim].copy_from_slice(&vals[k * dim..(k + 1) * dim]);
             }
         }
-        d.write_host(&words)?;
+        self.write_range(d, start * dim, &words)?;
         d.halo_valid.set(true);
         let mut st = self.0.rt.borrow_mut();
         st.stats.halo_exchanges += 1;
         st.stats.halo_messages += sends.len() as u64;
         st.stats.halo_bytes += 4 * sends.iter().map(|s| s.1.len() as u64).sum::<u64>();
+        Ok(())
+    }
+
+    /// The owned values of `d` that the neighbours need, in send-list order, gathered on the
+    /// device by a loop over the send entries and read back alone.
+    fn pack(
+        &self,
+        d: &Rc<DataInner>,
+        set: &Set,
+        halo: &crate::data::halo::Halo,
+    ) -> Result<Vec<u32>> {
+        let key = (set.id(), d.dtype, d.dim);
+        let (space, map, kernel) = {
+            let mut cache = self.0.packers.borrow_mut();
+            cache
+                .entry(key)
+                .or_insert_with(|| {
+                    let list: Vec<u32> = halo
+                        .exchanges
+                        .iter()
+                        .flat_map(|x| x.send.iter().copied())
+                        .collect();
+                    let space = Set::new(format!("{} send lists", set.name()), list.len());
+                    let map = crate::data::Map::new("send list", &space, set, 1, &list)
+                        .expect("send lists hold local elements");
+                    let t = d.dtype;
+                    let kernel = Kernel::new(
+                        "pl_pack",
+                        format!(
+                            "fn pl_pack(s: ptr<function, array<{t}, {n}>>, p: ptr<function, \
+                             array<{t}, {n}>>) {{ *p = *s; }}",
+                            n = d.dim
+                        ),
+                    );
+                    (space, map, kernel)
+                })
+                .clone()
+        };
+        let out = self.data_inner("packed halo", Some(&space), d.dim, d.dtype);
+        let args = [
+            crate::data::Arg {
+                data: d.clone(),
+                via: Via::Map(map, 0),
+                access: Access::Read,
+            },
+            crate::data::Arg {
+                data: out.clone(),
+                via: Via::Direct,
+                access: Access::Write,
+            },
+        ];
+        self.record(&kernel, IterSpace::Set(space), &args, Location::caller())?;
+        block(out.sync_host(false))?;
+        let words = out.host.borrow().clone();
+        out.alive.set(false);
+        Ok(words)
+    }
+
+    /// Writes `words` at word `start` of `d` once pending loops that use `d` have run: into the
+    /// device copy when it is current, and into the host copy when that is current.
+    fn write_range(&self, d: &Rc<DataInner>, start: usize, words: &[u32]) -> Result<()> {
+        let all = AccessSet::of(d.id, section::ALL);
+        self.force(&AccessSet::new(), &all, &[], "halo exchange")?;
+        if !d.host_valid.get() && !d.device_valid.get() {
+            d.ensure_host_zeros();
+        }
+        if d.device_valid.get() {
+            let st = self.0.rt.borrow();
+            if let Some((_, buf)) = st.data.get(&d.id) {
+                self.0.gpu.queue.write_buffer(
+                    &buf.buffer,
+                    4 * start as u64,
+                    bytemuck::cast_slice(words),
+                );
+            } else {
+                d.device_valid.set(false);
+            }
+        }
+        if d.host_valid.get() {
+            let mut h = d.host.borrow_mut();
+            h[start..start + words.len()].copy_from_slice(words);
+        }
         Ok(())
     }
 }

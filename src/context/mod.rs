@@ -35,7 +35,13 @@ pub(crate) struct Inner {
     pub shaders: RefCell<Vec<String>>,
     /// The ranks this Context shares its mesh with (one process unless made `with_comm`).
     pub comm: crate::dist::Comm,
+    /// Per (distributed set, type, dim): the send-list set, map and kernel that pack a halo
+    /// exchange on the device.
+    pub packers: RefCell<std::collections::HashMap<(u64, DType, usize), Packer>>,
 }
+
+/// A send-list set, its map into the distributed set, and the kernel that copies through it.
+pub(crate) type Packer = (crate::data::Set, crate::data::Map, Kernel);
 
 impl Inner {
     pub fn choice(&self) -> Choice {
@@ -117,6 +123,7 @@ impl Context {
             fuse_cache: RefCell::new(std::collections::HashMap::new()),
             shaders: RefCell::new(Vec::new()),
             comm,
+            packers: RefCell::new(std::collections::HashMap::new()),
         })))
     }
     /// This process's rank (0 on one process).
@@ -330,6 +337,19 @@ impl Context {
         let space = space.into();
         self.check_loop(kernel, &space, args, site)?;
         let space = self.before_distributed(kernel, space, args, site)?;
+        let space = self.record(kernel, space, args, site)?;
+        self.after_distributed(&space, args)
+    }
+
+    /// Records a checked loop (and runs what eager mode or the trace bound asks for); returns
+    /// the loop's space.
+    fn record(
+        &self,
+        kernel: &Kernel,
+        space: IterSpace,
+        args: &[Arg],
+        site: &'static Location<'static>,
+    ) -> Result<IterSpace> {
         let consts = {
             let all = self.0.consts.borrow();
             kernel
@@ -366,7 +386,7 @@ impl Context {
                 block(self.run(oldest, &[], "trace bound"))?;
             }
         }
-        self.after_distributed(&rec.space, args)
+        Ok(rec.space.clone())
     }
 
     /// Runs everything pending.
