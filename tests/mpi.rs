@@ -83,6 +83,7 @@ fn wave_worker() {
             let n = unit_square(N).ncells();
             Partitioner::Owners((0..n).map(|c| (c % ctx.ranks()) as u32).collect())
         }
+        Ok("kway") => Partitioner::KWay,
         _ => Partitioner::Block,
     };
     let mut w = Wave::distributed(&ctx, unit_square(N), DT, partitioner).unwrap();
@@ -128,6 +129,8 @@ fn the_wave_on_1_2_and_4_ranks_equals_one_process() {
     }
     let got = mpirun(3, "wave_worker", "scattered");
     assert_close(&got, &want, "wave on 3 ranks, cells dealt round-robin");
+    let got = mpirun(3, "wave_worker", "kway");
+    assert_close(&got, &want, "wave on 3 ranks, METIS k-way");
 }
 
 const AIRFOIL_ITERATIONS: usize = 100;

@@ -126,6 +126,10 @@ impl Context {
             packers: RefCell::new(std::collections::HashMap::new()),
         })))
     }
+    /// The communicator this Context runs on.
+    pub fn comm(&self) -> &crate::dist::Comm {
+        &self.0.comm
+    }
     /// This process's rank (0 on one process).
     pub fn rank(&self) -> usize {
         self.0.comm.rank()

@@ -178,6 +178,19 @@ impl Comm {
         }
     }
 
+    /// Rank 0's words in `words` on every rank (all ranks pass the same length).
+    #[cfg_attr(not(feature = "mpi"), allow(unused_variables, dead_code))]
+    pub(crate) fn broadcast(&self, words: &mut [u32]) {
+        match &*self.0 {
+            Inner::Single => {}
+            #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
+            Inner::Mpi { world, .. } => {
+                use mpi::traits::{Communicator, Root};
+                world.process_at_rank(0).broadcast_into(words);
+            }
+        }
+    }
+
     /// The same value on every rank (a collective check): the least and greatest over ranks.
     pub(crate) fn min_max(&self, v: u64) -> (u64, u64) {
         match &*self.0 {

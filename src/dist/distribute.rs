@@ -38,6 +38,9 @@ pub enum Partitioner {
     Block,
     /// The owner rank of every element of the primary set, as the user computed it.
     Owners(Vec<u32>),
+    /// METIS's multilevel k-way partitioning of the primary set's dual graph (elements joined
+    /// when they share a map target); needs the `mpi` feature on more than one rank.
+    KWay,
 }
 
 struct DatDecl {
@@ -61,8 +64,12 @@ pub struct Distributed {
     sets: Vec<Set>,
     maps: Vec<Map>,
     dats: Vec<Option<std::rc::Rc<crate::data::DataInner>>>,
-    /// Per set: (name, global size, core, owned, exec halo, non-exec halo) on this rank.
+    /// Per set: (name, global size, [core, owned, exec halo, non-exec halo] on this rank).
     pub sizes: Vec<(String, usize, [usize; 4])>,
+    /// Edges of the primary set's dual graph cut by the partition (all ranks together).
+    pub edge_cut: usize,
+    /// Time spent partitioning and building this rank's part, in milliseconds.
+    pub partition_ms: f64,
 }
 
 impl Distribution {
@@ -160,9 +167,34 @@ impl Distribution {
                 values,
             })
             .collect();
+        let t0 = crate::util::now_ms();
+        let (xadj, adjncy) = super::dual_graph(&sizes, &specs, primary.0);
         let owners0 = match partitioner {
             Partitioner::Block => block_owners(sizes[primary.0].1, ranks),
             Partitioner::Owners(o) => o,
+            Partitioner::KWay if ranks == 1 => vec![0; sizes[primary.0].1],
+            #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
+            Partitioner::KWay => {
+                // Computed on rank 0 and sent to all, so every rank has the same partition.
+                let mut owners = if rank == 0 {
+                    super::kway::kway(&xadj, &adjncy, ranks)?
+                } else {
+                    vec![0; sizes[primary.0].1]
+                };
+                self.ctx.comm().broadcast(&mut owners);
+                owners
+            }
+            #[cfg(not(all(feature = "mpi", not(target_arch = "wasm32"))))]
+            Partitioner::KWay => {
+                return Err(Error::Usage(
+                    "Partitioner::KWay needs parloop's `mpi` feature (METIS)".into(),
+                ));
+            }
+        };
+        let edge_cut = if owners0.len() == xadj.len() - 1 {
+            super::edge_cut(&xadj, &adjncy, &owners0)
+        } else {
+            0
         };
         let owners = derive_owners(&sizes, &specs, primary.0, owners0, ranks)
             .map_err(|e| Error::Data(format!("distributing the mesh: {e}")))?;
@@ -220,6 +252,8 @@ impl Distribution {
             maps,
             dats,
             sizes: out_sizes,
+            edge_cut,
+            partition_ms: crate::util::now_ms() - t0,
         })
     }
 }

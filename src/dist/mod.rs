@@ -20,6 +20,8 @@
 
 mod comm;
 mod distribute;
+#[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
+mod kway;
 #[cfg(test)]
 mod tests;
 
@@ -83,6 +85,64 @@ impl std::fmt::Display for DistError {
 pub fn block_owners(n: usize, ranks: usize) -> Vec<u32> {
     let ranks = ranks.max(1);
     (0..n).map(|e| (e * ranks / n.max(1)) as u32).collect()
+}
+
+/// The dual graph of the primary set in CSR form (`xadj`, `adjncy`): two elements are joined
+/// when they share a target of a map from the primary set (cells sharing a node), or are both
+/// targets of one element of a map into it (the two cells of an edge). Groups of more than
+/// `MAX_GROUP` elements (a hub node) join nobody, to keep the graph near linear in size.
+pub fn dual_graph(
+    sizes: &[(&str, usize)],
+    maps: &[MapSpec],
+    primary: usize,
+) -> (Vec<u32>, Vec<u32>) {
+    const MAX_GROUP: usize = 64;
+    let n = sizes[primary].1;
+    let mut groups: Vec<Vec<u32>> = Vec::new();
+    for m in maps {
+        if m.from == primary {
+            let mut by_target: Vec<Vec<u32>> = vec![Vec::new(); sizes[m.to].1];
+            for (k, &t) in m.values.iter().enumerate() {
+                by_target[t as usize].push((k / m.arity) as u32);
+            }
+            groups.extend(by_target);
+        }
+        if m.to == primary {
+            groups.extend(m.values.chunks(m.arity).map(<[u32]>::to_vec));
+        }
+    }
+    let mut adj: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for g in groups
+        .iter()
+        .filter(|g| g.len() > 1 && g.len() <= MAX_GROUP)
+    {
+        for &a in g {
+            adj[a as usize].extend(g.iter().filter(|&&b| b != a));
+        }
+    }
+    let mut xadj = Vec::with_capacity(n + 1);
+    let mut adjncy = Vec::new();
+    xadj.push(0);
+    for mut a in adj {
+        a.sort_unstable();
+        a.dedup();
+        adjncy.extend(a);
+        xadj.push(adjncy.len() as u32);
+    }
+    (xadj, adjncy)
+}
+
+/// Edges of a graph (CSR) whose ends have different owners.
+pub fn edge_cut(xadj: &[u32], adjncy: &[u32], owners: &[u32]) -> usize {
+    let mut cut = 0;
+    for v in 0..xadj.len() - 1 {
+        for &u in &adjncy[xadj[v] as usize..xadj[v + 1] as usize] {
+            if u as usize > v && owners[u as usize] != owners[v] {
+                cut += 1;
+            }
+        }
+    }
+    cut
 }
 
 /// The owner of every element of every set, given the owners of the primary set. A set that

@@ -222,3 +222,35 @@ fn a_set_no_map_reaches_is_an_error_naming_it() {
     let e = derive_owners(&sizes, &maps, 0, vec![0, 1], 2).unwrap_err();
     assert!(e.to_string().contains("2 owners for a set of 3"), "{e}");
 }
+
+#[test]
+fn the_dual_graph_joins_elements_that_share_a_target() {
+    // Four cells in a row, each with two nodes: 0-1, 1-2, 2-3, 3-4; and one edge joining
+    // cells 0 and 3.
+    let c2n: Vec<u32> = vec![0, 1, 1, 2, 2, 3, 3, 4];
+    let e2c: Vec<u32> = vec![0, 3];
+    let maps = [
+        MapSpec {
+            name: "c2n",
+            from: 0,
+            to: 1,
+            arity: 2,
+            values: &c2n,
+        },
+        MapSpec {
+            name: "e2c",
+            from: 2,
+            to: 0,
+            arity: 2,
+            values: &e2c,
+        },
+    ];
+    let sizes = [("cells", 4), ("nodes", 5), ("edges", 1)];
+    let (xadj, adjncy) = dual_graph(&sizes, &maps, 0);
+    let neighbours = |v: usize| adjncy[xadj[v] as usize..xadj[v + 1] as usize].to_vec();
+    assert_eq!(neighbours(0), [1, 3]);
+    assert_eq!(neighbours(1), [0, 2]);
+    assert_eq!(neighbours(3), [0, 2]);
+    assert_eq!(edge_cut(&xadj, &adjncy, &[0, 0, 1, 1]), 2);
+    assert_eq!(edge_cut(&xadj, &adjncy, &[0, 0, 0, 0]), 0);
+}
