@@ -3,6 +3,10 @@
 //!
 //! `cargo run --release --example airfoil -- --size 400,600` (the default), or `--mesh new_grid.dat`
 //! for OP2's own file; `--reference` runs the plain-Rust sequential version instead.
+//!
+//! On N ranks (built with `--features mpi`): `mpirun -np N target/release/examples/airfoil`; the
+//! cells are partitioned with METIS (`--partition block` for blocks), rank 0 prints the
+//! history and timings, and every rank reports its part and its halo exchanges.
 
 use clap::{Parser, ValueEnum};
 use parloop::apps::airfoil::{Airfoil, bytes_per_call, constants_f32, constants_f64, reference};
@@ -53,6 +57,9 @@ struct Args {
     /// Run the plain-Rust sequential implementation instead of the GPU.
     #[arg(long, value_enum)]
     reference: Option<Precision>,
+    /// How cells are given to ranks on a distributed run: kway (METIS) or block.
+    #[arg(long, default_value = "kway")]
+    partition: String,
 }
 
 fn parse_size(s: &str) -> std::result::Result<(usize, usize), String> {
@@ -108,10 +115,14 @@ fn load(a: &Args) -> Result<AirfoilMesh> {
 }
 
 fn run(a: Args) -> Result<()> {
+    let comm = parloop::dist::Comm::from_launcher()?;
+    let root = comm.rank() == 0;
+    // Rank 0 speaks for all.
+    macro_rules! say { ($($t:tt)*) => { if root { println!($($t)*); } } }
     let t0 = Instant::now();
     let m = load(&a)?;
     let (nn, nc, ne, nb) = m.counts();
-    println!(
+    say!(
         "mesh: {nn} nodes, {nc} cells, {ne} edges, {nb} boundary edges ({:.2} s)",
         t0.elapsed().as_secs_f64()
     );
@@ -125,19 +136,43 @@ fn run(a: Args) -> Result<()> {
         a.no_fusion,
     )?;
     let (lazy, fusion, strategy) = (env.lazy, env.fusion, env.strategy);
-    let ctx = Context::with_config(Config {
-        profile: !a.no_profile,
-        ..env
-    })?;
-    let solver = Airfoil::new(&ctx, &m)?;
+    let ctx = Context::with_comm(
+        Config {
+            profile: !a.no_profile,
+            ..env
+        },
+        &comm,
+    )?;
+    let solver = if comm.size() > 1 {
+        let partitioner = match a.partition.as_str() {
+            "kway" => parloop::dist::Partitioner::KWay,
+            "block" => parloop::dist::Partitioner::Block,
+            p => {
+                return Err(parloop::Error::Usage(format!(
+                    "--partition {p}: use kway or block"
+                )));
+            }
+        };
+        Airfoil::distributed(&ctx, &m, partitioner)?
+    } else {
+        Airfoil::new(&ctx, &m)?
+    };
+    if let Some((cut, ms)) = solver.partition {
+        say!(
+            "distributed over {} ranks ({}): {cut} cell adjacencies cut, {ms:.0} ms",
+            comm.size(),
+            a.partition
+        );
+    }
     ctx.flush()?;
+    let before = ctx.stats();
     let start = Instant::now();
     for it in 1..=a.iterations {
         if it % 100 == 0 {
             let rms = ctx.global("rms", &[0.0f32])?;
             solver.iteration(Some(&rms))?;
             let v = (rms.value()?[0] as f64 / nc as f64).sqrt();
-            println!(" {it}  {} ", c_exp(v));
+            say!(" {it}  {} ", c_exp(v));
         } else {
             solver.iteration(None)?;
         }
@@ -146,6 +181,34 @@ fn run(a: Args) -> Result<()> {
     let _ = solver.q.data_ro()?;
     let wall = start.elapsed().as_secs_f64();
     let st = ctx.stats();
+    if comm.size() > 1 {
+        let c = solver.cells.sections();
+        let e = solver.edges.sections();
+        let per = |v: u64, w: u64| (v - w) as f64 / a.iterations as f64;
+        eprintln!(
+            "rank {} of {}: cells {} owned + {} exec halo + {} non-exec halo, edges {} owned + \
+             {} exec halo; per iteration: {:.1} exchanges ({:.1} skipped as current), {:.1} \
+             messages, {:.0} bytes sent, {:.2} ms in exchanges ({:.0}% of the time); {:.1} MB \
+             of device memory held",
+            comm.rank(),
+            comm.size(),
+            c.core + c.owned,
+            c.exec_halo,
+            c.nonexec_halo,
+            e.core + e.owned,
+            e.exec_halo,
+            per(st.halo_exchanges, before.halo_exchanges),
+            per(st.halo_exchanges_skipped, before.halo_exchanges_skipped),
+            per(st.halo_messages, before.halo_messages),
+            per(st.halo_bytes, before.halo_bytes),
+            per(st.halo_ns, before.halo_ns) / 1e6,
+            (st.halo_ns - before.halo_ns) as f64 / 1e9 / wall * 100.0,
+            st.device_bytes as f64 / 1e6
+        );
+    }
+    if !root {
+        return Ok(());
+    }
     println!("\nadapter: {}", ctx.adapter());
     println!(
         "strategy {}, {} mode, fusion {}: {} iterations in {wall:.2} s ({:.2} ms per iteration), \

@@ -209,6 +209,9 @@ pub struct Airfoil {
     pub adt: Dat<f32>,
     pub res: Dat<f32>,
     pub bound: Dat<i32>,
+    /// On a distributed run: the edge cut of the cells' partition and the distribution's
+    /// time in milliseconds.
+    pub partition: Option<(usize, f64)>,
     k: Kernels,
 }
 
@@ -280,7 +283,9 @@ impl Airfoil {
         let [a, b, c, e, f] = dats;
         let dats = [l.dat(a)?, l.dat(b)?, l.dat(c)?, l.dat(e)?, l.dat(f)?];
         let bound = l.dat(bound)?;
-        Airfoil::assemble(ctx, sets, maps, dats, bound)
+        let mut a = Airfoil::assemble(ctx, sets, maps, dats, bound)?;
+        a.partition = Some((l.edge_cut, l.partition_ms));
+        Ok(a)
     }
 
     fn assemble(
@@ -304,6 +309,7 @@ impl Airfoil {
             adt,
             res,
             bound,
+            partition: None,
             k: Kernels {
                 save_soln: kernel("save_soln"),
                 adt_calc: kernel("adt_calc"),

@@ -172,6 +172,14 @@ impl Context {
             self.0.rt.borrow_mut().stats.halo_exchanges_skipped += 1;
             return Ok(());
         }
+        // The pending loops that use d run first and the device finishes them (the exchange's
+        // readback would wait for them anyway), so that the time measured is the exchange's
+        // own: packing, readback, messages (including waiting for the neighbours), halo write.
+        let all = AccessSet::of(d.id, section::ALL);
+        self.force(&all, &all, &[], "halo exchange")?;
+        #[cfg(not(target_arch = "wasm32"))]
+        let _ = self.0.gpu.device.poll(wgpu::PollType::wait_indefinitely());
+        let t0 = crate::util::now_ms();
         let dim = d.dim;
         let packed = self.pack(d, &set, &halo)?;
         let mut sends = Vec::new();
@@ -207,6 +215,7 @@ impl Context {
         st.stats.halo_exchanges += 1;
         st.stats.halo_messages += sends.len() as u64;
         st.stats.halo_bytes += 4 * sends.iter().map(|s| s.1.len() as u64).sum::<u64>();
+        st.stats.halo_ns += ((crate::util::now_ms() - t0) * 1e6) as u64;
         Ok(())
     }
 

@@ -100,7 +100,8 @@ impl Context {
         Context::open(config, crate::dist::Comm::single()).await
     }
     async fn open(config: Config, comm: crate::dist::Comm) -> Result<Context> {
-        let gpu = runtime::device::open(&config.adapter).await?;
+        let local_rank = (comm.size() > 1).then(|| comm.local_rank());
+        let gpu = runtime::device::open(&config.adapter, local_rank).await?;
         let max = gpu
             .limits
             .max_compute_invocations_per_workgroup

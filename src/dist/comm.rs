@@ -48,6 +48,23 @@ impl Comm {
         })))
     }
 
+    /// MPI's world when this process was started by an MPI launcher (`mpirun`, `srun`) and
+    /// parloop has the `mpi` feature; else this process alone.
+    pub fn from_launcher() -> Result<Comm> {
+        let launched = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some());
+        #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
+        if launched {
+            return Comm::world();
+        }
+        #[cfg(not(all(feature = "mpi", not(target_arch = "wasm32"))))]
+        if launched {
+            log::warn!("started by an MPI launcher, but parloop was built without `mpi`");
+        }
+        Ok(Comm::single())
+    }
+
     /// This process's rank, 0-based.
     pub fn rank(&self) -> usize {
         match &*self.0 {
@@ -58,6 +75,15 @@ impl Comm {
                 world.rank() as usize
             }
         }
+    }
+
+    /// This process's rank among the processes on its node (Open MPI's
+    /// `OMPI_COMM_WORLD_LOCAL_RANK`, MPICH's `MPI_LOCALRANKID`; else the rank).
+    pub fn local_rank(&self) -> usize {
+        ["OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok()?.parse().ok())
+            .unwrap_or_else(|| self.rank())
     }
 
     /// The number of processes.

@@ -136,8 +136,10 @@ pub fn instance() -> wgpu::Instance {
     wgpu::Instance::new(desc)
 }
 
-/// Opens the chosen adapter's device.
-pub async fn open(choice: &AdapterChoice) -> Result<Gpu> {
+/// Opens the chosen adapter's device. `local_rank` (a distributed run's rank among the
+/// processes of its node) spreads the ranks of a node over its hardware adapters when the
+/// choice is `auto`: rank r takes adapter r modulo their number (`PARLOOP_ADAPTER` overrides).
+pub async fn open(choice: &AdapterChoice, local_rank: Option<usize>) -> Result<Gpu> {
     if let Ok(v) = std::env::var("PARLOOP_BACKEND") {
         if !v.trim().is_empty() {
             crate::config::parse_backends(&v)?;
@@ -152,6 +154,25 @@ pub async fn open(choice: &AdapterChoice) -> Result<Gpu> {
             format!("{} ({:?})", i.name, i.backend)
         })
         .collect();
+    // Several hardware adapters of one backend (a node with several GPUs) and a local rank:
+    // take the rank's share.
+    let hardware: Vec<usize> = all
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| !is_software(&a.get_info()))
+        .map(|(k, _)| k)
+        .collect();
+    let same_backend: Vec<usize> = hardware
+        .iter()
+        .copied()
+        .filter(|&k| all[k].get_info().backend == all[hardware[0]].get_info().backend)
+        .collect();
+    if let (AdapterChoice::Auto, Some(r), true) = (choice, local_rank, same_backend.len() > 1) {
+        let k = same_backend[r % same_backend.len()];
+        let mut all = all;
+        let adapter = all.swap_remove(k);
+        return device(instance, adapter).await;
+    }
     let pick = all.into_iter().find(|a| {
         let info = a.get_info();
         match choice {
@@ -164,6 +185,11 @@ pub async fn open(choice: &AdapterChoice) -> Result<Gpu> {
     let Some(adapter) = pick else {
         return Err(no_adapter(choice, &names));
     };
+    device(instance, adapter).await
+}
+
+/// The device of an adapter, with the features and limits parloop uses.
+async fn device(instance: wgpu::Instance, adapter: wgpu::Adapter) -> Result<Gpu> {
     let info = adapter.get_info();
     let wanted = wgpu::Features::SHADER_FLOAT32_ATOMIC | wgpu::Features::TIMESTAMP_QUERY;
     let features = adapter.features() & wanted;
@@ -261,7 +287,7 @@ pub async fn report(choice: &AdapterChoice) -> String {
             i.driver_info
         );
     }
-    match open(choice).await {
+    match open(choice, None).await {
         Err(e) => {
             let _ = writeln!(s, "chosen: none: {e}");
         }

@@ -83,6 +83,8 @@ pub struct Stats {
     pub halo_bytes: u64,
     /// Global reductions combined across ranks.
     pub global_reductions: u64,
+    /// Wall time spent in halo exchanges (pack, readback, messages, halo write), ns.
+    pub halo_ns: u64,
 }
 
 /// A built plan and its packed device buffer.
