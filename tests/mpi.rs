@@ -26,7 +26,7 @@ fn mpirun(np: usize, worker: &str, partitioner: &str) -> Vec<f32> {
         std::process::id()
     ));
     let exe = std::env::current_exe().unwrap();
-    let status = Command::new("mpirun")
+    let mut child = Command::new("mpirun")
         .args([
             "--allow-run-as-root",
             "--oversubscribe",
@@ -43,8 +43,21 @@ fn mpirun(np: usize, worker: &str, partitioner: &str) -> Vec<f32> {
         ])
         .env("MPI_TEST_OUT", &out)
         .env("MPI_TEST_PARTITIONER", partitioner)
-        .status()
+        .spawn()
         .expect("mpirun (Open MPI) on the PATH");
+    // A rank that panics aborts (see `out_path`), which ends the job; a hang is still
+    // possible in principle, so the run has a deadline.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("mpirun -np {np} {worker} ran past 300 s: killed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
     assert!(
         status.success(),
         "mpirun -np {np} {worker} failed: {status}"
@@ -54,8 +67,17 @@ fn mpirun(np: usize, worker: &str, partitioner: &str) -> Vec<f32> {
     bytemuck::cast_slice(&bytes).to_vec()
 }
 
+/// In a worker (under mpirun): where rank 0 writes its result. A panic on one rank aborts
+/// the process, so that mpirun ends the job instead of leaving the other ranks waiting in a
+/// collective.
 fn out_path() -> Option<PathBuf> {
-    std::env::var_os("MPI_TEST_OUT").map(PathBuf::from)
+    let out = std::env::var_os("MPI_TEST_OUT").map(PathBuf::from)?;
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default(info);
+        std::process::abort();
+    }));
+    Some(out)
 }
 
 /// One process, no MPI: p after STEPS steps, then the energy.
@@ -195,4 +217,86 @@ fn airfoil_on_1_to_4_ranks_equals_one_process() {
         }
         assert_close(gq, &q, &format!("Airfoil's q on {np} ranks"));
     }
+}
+
+/// Globals reduced with MIN and MAX and INC over ranks, host access to owned elements,
+/// set_data, and checking mode finding ranks that record different loops.
+#[test]
+#[ignore = "run by the other tests under mpirun"]
+fn host_and_globals_worker() {
+    let Some(out) = out_path() else { return };
+    let comm = Comm::world().unwrap();
+    let config = Config {
+        check: true,
+        ..Config::from_env().unwrap()
+    };
+    let ctx = Context::with_comm(config, &comm).unwrap();
+    let n = 100usize;
+    let mut d = parloop::dist::Distribution::new(&ctx);
+    let cells = d.set("cells", n);
+    let nodes = d.set("nodes", n + 1);
+    let c2n: Vec<u32> = (0..n as u32).flat_map(|c| [c, c + 1]).collect();
+    let c2n = d.map("c2n", cells, nodes, 2, &c2n).unwrap();
+    let vals: Vec<f32> = (0..n).map(|c| c as f32).collect();
+    let v = d.dat("v", cells, 1, &vals).unwrap();
+    let mut l = d.distribute(cells, Partitioner::Block).unwrap();
+    let (cells, _c2n, mut v) = (l.set(cells), l.map(c2n), l.dat(v).unwrap());
+    // Host access sees this rank's owned cells, in the global order's blocks.
+    let owned = v.data_ro().unwrap().to_vec();
+    assert_eq!(owned.len(), cells.size());
+    let mut sorted = owned.clone();
+    sorted.sort_by(f32::total_cmp);
+    // Partitioner::Block gives cell c to rank c * ranks / n.
+    let want: Vec<f32> = (0..n)
+        .filter(|c| c * ctx.ranks() / n == ctx.rank())
+        .map(|c| c as f32)
+        .collect();
+    assert_eq!(sorted, want, "rank {}'s owned cells", ctx.rank());
+    // MIN, MAX and INC over all ranks.
+    let (mn, mx, sum) = (
+        ctx.global("min", &[1e9f32]).unwrap(),
+        ctx.global("max", &[-1e9f32]).unwrap(),
+        ctx.global("sum", &[0.5f32]).unwrap(),
+    );
+    let k = parloop::Kernel::new(
+        "stats",
+        "fn stats(v: ptr<function, array<f32, 1>>, a: ptr<function, array<f32, 1>>, \
+         b: ptr<function, array<f32, 1>>, s: ptr<function, array<f32, 1>>) { \
+         (*a)[0] = (*v)[0]; (*b)[0] = (*v)[0]; (*s)[0] = (*v)[0]; }",
+    );
+    ctx.par_loop(&k, &cells, &[v.read(), mn.min(), mx.max(), sum.inc()])
+        .unwrap();
+    assert_eq!(mn.value().unwrap(), [0.0]);
+    assert_eq!(mx.value().unwrap(), [(n - 1) as f32]);
+    assert_eq!(sum.value().unwrap(), [0.5 + (n * (n - 1) / 2) as f32]);
+    // set_data takes the owned values; the gathered Dat shows every rank's.
+    let twice: Vec<f32> = owned.iter().map(|x| 2.0 * x).collect();
+    v.set_data(&twice).unwrap();
+    let g = v.gather().unwrap();
+    // Ranks that record different loops: checking mode reports it on every rank.
+    let other = parloop::Kernel::new(
+        "other",
+        "fn other(v: ptr<function, array<f32, 1>>) { (*v)[0] = 1.0; }",
+    );
+    let e = if ctx.rank() == 0 {
+        ctx.par_loop(&other, &cells, &[v.write()])
+    } else {
+        ctx.par_loop(&k, &cells, &[v.read(), mn.min(), mx.max(), sum.inc()])
+    }
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("every rank must issue the same par_loops"),
+        "{e}"
+    );
+    if let Some(g) = g {
+        let want: Vec<f32> = (0..n).map(|c| 2.0 * c as f32).collect();
+        assert_eq!(g, want);
+        std::fs::write(out, bytemuck::cast_slice(&[1.0f32])).unwrap();
+    }
+}
+
+#[test]
+fn host_access_and_globals_on_3_ranks() {
+    assert_eq!(mpirun(3, "host_and_globals_worker", "block"), [1.0]);
 }

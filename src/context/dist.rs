@@ -62,12 +62,17 @@ impl Context {
             // Every rank must record the same loops: compare a fingerprint of this one.
             let mut h = std::collections::hash_map::DefaultHasher::new();
             std::hash::Hash::hash(&(kernel.name(), set.name(), args.len()), &mut h);
-            let seq = self.0.trace.borrow_mut().next_seq();
+            // A count of the user's distributed loops (not the trace's numbering, which
+            // internal loops such as halo packing advance differently on each rank).
+            let seq = self.0.dist_loops.get() + 1;
+            self.0.dist_loops.set(seq);
             let print = std::hash::Hasher::finish(&h) ^ seq.rotate_left(32);
             let (lo, hi) = self.0.comm.min_max(print);
             if lo != hi {
                 return Err(Error::ParLoop(format!(
-                    "{}: rank {} records this loop while another rank records a different one                      (checking mode compares every distributed par_loop across ranks): every                      rank must issue the same par_loops in the same order",
+                    "{}: rank {} records this loop while another rank records a different one \
+                     (checking mode compares every distributed par_loop across ranks): every \
+                     rank must issue the same par_loops in the same order",
                     name(),
                     self.rank()
                 )));

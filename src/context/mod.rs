@@ -38,6 +38,8 @@ pub(crate) struct Inner {
     /// Per (distributed set, type, dim): the send-list set, map and kernel that pack a halo
     /// exchange on the device.
     pub packers: RefCell<std::collections::HashMap<(u64, DType, usize), Packer>>,
+    /// Distributed par_loops recorded (checking mode compares them across ranks).
+    pub dist_loops: std::cell::Cell<u64>,
 }
 
 /// A send-list set, its map into the distributed set, and the kernel that copies through it.
@@ -125,6 +127,7 @@ impl Context {
             shaders: RefCell::new(Vec::new()),
             comm,
             packers: RefCell::new(std::collections::HashMap::new()),
+            dist_loops: std::cell::Cell::new(0),
         })))
     }
     /// The communicator this Context runs on.
