@@ -273,6 +273,16 @@ fn host_and_globals_worker() {
     let twice: Vec<f32> = owned.iter().map(|x| 2.0 * x).collect();
     v.set_data(&twice).unwrap();
     let g = v.gather().unwrap();
+    // Scatter from rank 0 (owned and halo values), checked by a gather; a wrong length on
+    // rank 0 is an error on every rank.
+    let back: Vec<f32> = (0..n).map(|c| 3.0 * c as f32).collect();
+    v.scatter((ctx.rank() == 0).then_some(&back[..])).unwrap();
+    assert_eq!(
+        v.gather().unwrap().map(|g| g == back),
+        (ctx.rank() == 0).then_some(true)
+    );
+    v.scatter((ctx.rank() == 0).then_some(&twice[..]))
+        .unwrap_err();
     // Ranks that record different loops: checking mode reports it on every rank.
     let other = parloop::Kernel::new(
         "other",
@@ -291,6 +301,7 @@ fn host_and_globals_worker() {
     );
     if let Some(g) = g {
         let want: Vec<f32> = (0..n).map(|c| 2.0 * c as f32).collect();
+        // g was gathered before the scatter.
         assert_eq!(g, want);
         std::fs::write(out, bytemuck::cast_slice(&[1.0f32])).unwrap();
     }

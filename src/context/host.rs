@@ -137,6 +137,54 @@ impl<T: Scalar> Dat<T> {
         Ok(())
     }
 
+    /// The inverse of [`Dat::gather`]: rank 0's `values` (every element of the whole set, in
+    /// global order) become every rank's owned and halo values. Every rank must call it; the
+    /// other ranks' `values` are ignored (pass None). On one process, the same as `set_data`.
+    pub fn scatter(&mut self, values: Option<&[T]>) -> Result<()> {
+        let d = self.inner.clone();
+        let ctx = context_of(&d)?;
+        let comm = ctx.comm().clone();
+        let Some(halo) = d.set.as_ref().and_then(|s| s.halo()).cloned() else {
+            let v = values.ok_or_else(|| {
+                Error::Usage(format!(
+                    "Dat `{}`: scatter on one process needs values",
+                    d.name
+                ))
+            })?;
+            return self.set_data(v);
+        };
+        let n = halo.global_size * d.dim;
+        let mut words = vec![0u32; n];
+        // Rank 0 checks the length and tells the others whether to go on.
+        let mut ok = [1u32];
+        if comm.rank() == 0 {
+            match values {
+                Some(v) if v.len() == n => words.copy_from_slice(bytemuck::cast_slice(v)),
+                _ => ok[0] = 0,
+            }
+        }
+        comm.broadcast(&mut ok);
+        if ok[0] == 0 {
+            return Err(Error::Data(format!(
+                "Dat `{}`: scatter needs {n} values on rank 0 ({} elements x dim {}), got {}",
+                d.name,
+                halo.global_size,
+                d.dim,
+                values.map_or("none".to_string(), |v| v.len().to_string())
+            )));
+        }
+        comm.broadcast(&mut words);
+        let local: Vec<u32> = halo
+            .global
+            .iter()
+            .flat_map(|&g| &words[g as usize * d.dim..(g as usize + 1) * d.dim])
+            .copied()
+            .collect();
+        d.write_host(&local)?;
+        d.halo_valid.set(true);
+        Ok(())
+    }
+
     /// On a distributed run, the owned values of every rank in global order, on rank 0 (None
     /// on the other ranks; every rank must call it). On one process, the values.
     pub fn gather(&self) -> Result<Option<Vec<T>>> {

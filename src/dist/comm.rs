@@ -205,7 +205,7 @@ impl Comm {
     }
 
     /// Rank 0's words in `words` on every rank (all ranks pass the same length).
-    #[cfg_attr(not(feature = "mpi"), allow(unused_variables, dead_code))]
+    #[cfg_attr(not(feature = "mpi"), allow(unused_variables))]
     pub(crate) fn broadcast(&self, words: &mut [u32]) {
         match &*self.0 {
             Inner::Single => {}
