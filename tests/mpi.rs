@@ -240,7 +240,8 @@ fn host_and_globals_worker() {
     let vals: Vec<f32> = (0..n).map(|c| c as f32).collect();
     let v = d.dat("v", cells, 1, &vals).unwrap();
     let mut l = d.distribute(cells, Partitioner::Block).unwrap();
-    let (cells, _c2n, mut v) = (l.set(cells), l.map(c2n), l.dat(v).unwrap());
+    let (cells, c2n, mut v) = (l.set(cells), l.map(c2n), l.dat(v).unwrap());
+    let node_set = l.set(nodes);
     // Host access sees this rank's owned cells, in the global order's blocks.
     let owned = v.data_ro().unwrap().to_vec();
     assert_eq!(owned.len(), cells.size());
@@ -283,6 +284,25 @@ fn host_and_globals_worker() {
     );
     v.scatter((ctx.rank() == 0).then_some(&twice[..]))
         .unwrap_err();
+    // A loop that increments through a map runs the exec halo; its Global reduction still
+    // counts each cell once.
+    let w = ctx.dat_zeros::<f32>("w", &node_set, 1).unwrap();
+    let total = ctx.global("total", &[0.0f32]).unwrap();
+    let spread = parloop::Kernel::new(
+        "spread",
+        "fn spread(v: ptr<function, array<f32, 1>>, w: ptr<function, array<f32, 2>>, \
+         t: ptr<function, array<f32, 1>>) { (*w)[0] = (*v)[0]; (*w)[1] = (*v)[0]; \
+         (*t)[0] = (*v)[0]; }",
+    );
+    ctx.par_loop(&spread, &cells, &[v.read(), w.all(&c2n).inc(), total.inc()])
+        .unwrap();
+    assert_eq!(total.value().unwrap(), [back.iter().sum::<f32>()]);
+    if let Some(w) = w.gather().unwrap() {
+        let want: Vec<f32> = (0..=n)
+            .map(|i| if i > 0 { back[i - 1] } else { 0.0 } + if i < n { back[i] } else { 0.0 })
+            .collect();
+        assert_eq!(w, want);
+    }
     // Ranks that record different loops: checking mode reports it on every rank.
     let other = parloop::Kernel::new(
         "other",

@@ -35,7 +35,7 @@ pub fn params_decl(vec4s: usize) -> String {
     };
     format!(
         "struct PlParams {{\n    n: u32,\n    base: u32,\n    wg_base: u32,\n    slots: u32,\n    \
-         nwg: u32,\n    check: u32,\n    pad1: u32,\n    pad2: u32,\n{c}}}\n\n\
+         nwg: u32,\n    check: u32,\n    owned: u32,\n    pad2: u32,\n{c}}}\n\n\
          @group(0) @binding(0) var<uniform> pl: PlParams;\n"
     )
 }

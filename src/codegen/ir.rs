@@ -160,6 +160,9 @@ pub struct GroupIr {
     pub scratch: Option<usize>,
     /// Checking mode: the binding of the check records; kernels' dynamic indices are guarded.
     pub check: Option<usize>,
+    /// The group runs a distributed set's exec halo too: Global reductions take only elements
+    /// below `pl.owned` (each element counts on the rank that owns it).
+    pub exec_halo: bool,
     pub workgroup_size: u32,
 }
 
@@ -179,7 +182,9 @@ pub struct Params {
     pub nwg: u32,
     /// Checking mode: the first word of this group's records in the check buffer.
     pub check: u32,
-    pub pad: [u32; 2],
+    /// Elements the set owns (reductions of a group that runs the exec halo stop there).
+    pub owned: u32,
+    pub pad: u32,
 }
 
 /// Words of the plan header (offsets of the plan arrays) before the staged maps' entries.

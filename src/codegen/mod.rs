@@ -248,6 +248,9 @@ fn element_body(g: &GroupIr, w: &mut String, ind: &str) {
                     match red {
                         Some(r) => {
                             declare_identity(w, &inner, &local, arg);
+                            if g.exec_halo {
+                                let _ = writeln!(&mut after, "{inner}if (pl_e < pl.owned) {{");
+                            }
                             let _ = writeln!(
                                 &mut after,
                                 "{inner}for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{ pl_acc{r}[pl_k] = {}; }}",
@@ -258,6 +261,9 @@ fn element_body(g: &GroupIr, w: &mut String, ind: &str) {
                                 ),
                                 d = arg.dim
                             );
+                            if g.exec_halo {
+                                let _ = writeln!(&mut after, "{inner}}}");
+                            }
                         }
                         None => {
                             let _ = writeln!(

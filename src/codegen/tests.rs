@@ -43,6 +43,7 @@ fn direct_group() -> GroupIr {
         plan: None,
         scratch: None,
         check: None,
+        exec_halo: false,
         workgroup_size: 64,
     }
 }
@@ -173,6 +174,7 @@ fn inc_group(schedule: Schedule) -> GroupIr {
         plan,
         scratch: None,
         check: None,
+        exec_halo: false,
         workgroup_size: 64,
     }
 }

@@ -89,20 +89,6 @@ impl Context {
         }
         let exec = set.sections().exec_halo > 0
             && args.iter().any(|a| a.map().is_some() && a.access.writes());
-        if exec {
-            if let Some(a) = args
-                .iter()
-                .find(|a| a.access.is_reduction() && a.data.set.is_none())
-            {
-                return Err(Error::ParLoop(format!(
-                    "{}: reduces Global `{}` in a loop that writes through a map, which runs the \
-                     exec halo too (its elements would count on two ranks): reduce the Global \
-                     in a separate loop",
-                    name(),
-                    a.data.name
-                )));
-            }
-        }
         for a in args {
             if a.data.set.is_none() {
                 continue;

@@ -426,7 +426,8 @@ fn encode_group(
                 slots,
                 nwg,
                 check: check_base,
-                pad: [0; 2],
+                owned: lw.space.set().size() as u32,
+                pad: 0,
             },
             const_words.clone(),
         ));
