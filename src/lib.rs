@@ -6,7 +6,8 @@
 //!
 //! The stages, one module each (see ARCHITECTURE.md): [`trace`] (lazy recording) ->
 //! [`graph`] (loop-graph partitioning) -> [`plan`] (mini-partitions and colouring) ->
-//! [`codegen`] (WGSL) -> [`runtime`] (wgpu).
+//! [`codegen`] (WGSL) -> [`runtime`] (wgpu). [`dist`] distributes a mesh over MPI ranks (feature
+//! `mpi`): each rank runs the same program on its part.
 
 // Numeric code (kernels in Rust, plans, splines) indexes several arrays with one index, as the
 // formulas do; iterator rewrites would hide that.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the browser demo into web/pkg: the wasm32 target and the wasm-bindgen CLI at the
 # version Cargo.lock pins are installed only when missing. Serve with:
-#   python3 -m http.server -d web 8000   (then open http://127.0.0.1:8000)
+#   python3 -m http.server -b 127.0.0.1 -d web 8000   (then open http://127.0.0.1:8000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then

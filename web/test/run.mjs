@@ -21,7 +21,8 @@ const expected = Number(args.expected);
 const n = Number(args.n ?? 20);
 const steps = Number(args.steps ?? 200);
 const benchNs = (args["bench-n"] ?? "").split(",").filter(Boolean).map(Number);
-const screenshot = args.screenshot ?? path.join(root, "screenshot.png");
+// The committed web/screenshot.png changes only when asked (--screenshot web/screenshot.png).
+const screenshot = args.screenshot ?? path.join(os.tmpdir(), "parloop-screenshot.png");
 const chromiumPath = args.chromium ?? "/usr/bin/chromium";
 
 const types = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".wasm": "application/wasm" };
