@@ -5,8 +5,8 @@
 //!
 //! Where the global data lives: every rank holds the declared global arrays until
 //! `distribute` returns (the partition and the neighbours' halos are computed from them on
-//! every rank, in O(ranks x mesh) time); then only the local part is kept, so memory per rank
-//! for Dats and Maps shrinks with the number of ranks after distribution.
+//! every rank, in O(neighbours x mesh) time); then only the local part is kept, so memory per
+//! rank for Dats and Maps shrinks with the number of ranks after distribution.
 
 use super::{MapSpec, block_owners, derive_owners, local_part};
 use crate::context::Context;

@@ -307,8 +307,8 @@ fn flags(sizes: &[(&str, usize)], maps: &[MapSpec], owners: &[Vec<u32>], rank: u
 }
 
 /// Builds rank `rank`'s part from the owners of every set. Every rank holds the global sets
-/// and maps while this runs (the send lists need the neighbours' halos): time and memory are
-/// O(ranks x mesh) here, and only the local part is kept.
+/// and maps while this runs (the send lists need the neighbours' halos): time is
+/// O(neighbours x mesh), memory O(mesh), and only the local part is kept.
 pub fn local_part(
     sizes: &[(&str, usize)],
     maps: &[MapSpec],
@@ -376,9 +376,10 @@ pub fn local_part(
             entry(&mut exchanges[s], q).recv.push(base + h as u32);
         }
     }
-    // Sends: for every other rank, the elements this rank owns in that rank's halo, in that
-    // rank's halo order (exec halo, then non-exec halo, each in global order).
-    for q in (0..ranks).filter(|&q| q != rank) {
+    // Sends: for every other rank whose halo can hold an element this rank owns, those
+    // elements, in that rank's halo order (exec halo, then non-exec halo, each in global
+    // order).
+    for q in neighbours(sizes, maps, owners, rank, ranks) {
         let fq = flags(sizes, maps, owners, q);
         for s in 0..sizes.len() {
             let mine = |e: &usize| owners[s][*e] == rank;
@@ -401,6 +402,45 @@ pub fn local_part(
             .map(|m| m.into_values().collect())
             .collect(),
     }
+}
+
+/// The ranks whose halos can hold an element `rank` owns: the owners of every element that
+/// reaches one of `rank`'s elements or is reached by one, and of everything such an element
+/// reaches (an exec-halo element two map hops away makes its targets' owners neighbours).
+/// Only these ranks' halos are computed for the send lists, so the cost is O(neighbours x
+/// mesh), not O(ranks x mesh).
+fn neighbours(
+    sizes: &[(&str, usize)],
+    maps: &[MapSpec],
+    owners: &[Vec<u32>],
+    rank: u32,
+    ranks: u32,
+) -> Vec<u32> {
+    // Elements that are this rank's or reach one of its elements through any map.
+    let mut touches: Vec<Vec<bool>> = (0..sizes.len())
+        .map(|s| owners[s].iter().map(|&o| o == rank).collect())
+        .collect();
+    for m in maps {
+        for e in 0..sizes[m.from].1 {
+            let row = &m.values[e * m.arity..(e + 1) * m.arity];
+            if row.iter().any(|&t| owners[m.to][t as usize] == rank) {
+                touches[m.from][e] = true;
+            }
+        }
+    }
+    // Their owners and the owners of everything they reach, through every map.
+    let mut near = vec![false; ranks as usize];
+    for m in maps {
+        for e in (0..sizes[m.from].1).filter(|&e| touches[m.from][e]) {
+            near[owners[m.from][e] as usize] = true;
+            for &t in &m.values[e * m.arity..(e + 1) * m.arity] {
+                near[owners[m.to][t as usize] as usize] = true;
+            }
+        }
+    }
+    (0..ranks)
+        .filter(|&q| q != rank && near[q as usize])
+        .collect()
 }
 
 fn entry(m: &mut std::collections::BTreeMap<u32, Exchange>, q: u32) -> &mut Exchange {

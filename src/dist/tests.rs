@@ -26,10 +26,21 @@ impl Mesh {
 }
 
 /// cells (0), nodes (1), edges (2): edges -> cells (2), cells -> nodes (3), edges -> nodes (2).
-fn mesh(seed: u64, ncells: usize, nnodes: usize, nedges: usize) -> Mesh {
+/// With `local`, each target lies near its element's place in the numbering (a mesh numbered
+/// with locality: with block owners, each rank has few neighbours).
+fn mesh(seed: u64, ncells: usize, nnodes: usize, nedges: usize, local: bool) -> Mesh {
     let mut rng = crate::util::Rng::new(seed);
-    let mut random =
-        |n: usize, to: usize| -> Vec<u32> { (0..n).map(|_| rng.below(to) as u32).collect() };
+    let mut random = |n: usize, to: usize| -> Vec<u32> {
+        (0..n)
+            .map(|k| {
+                if local {
+                    ((k * to / n.max(1)) + rng.below(3)).min(to - 1) as u32
+                } else {
+                    rng.below(to) as u32
+                }
+            })
+            .collect()
+    };
     let e2c = random(nedges * 2, ncells);
     let c2n = random(ncells * 3, nnodes);
     let e2n = random(nedges * 2, nnodes);
@@ -57,10 +68,11 @@ proptest! {
         ncells in 1usize..120,
         nnodes in 1usize..80,
         nedges in 1usize..200,
-        ranks in 1usize..6,
+        ranks in 1usize..9,
         blocks in any::<bool>(),
+        local in any::<bool>(),
     ) {
-        let m = mesh(seed, ncells, nnodes, nedges);
+        let m = mesh(seed, ncells, nnodes, nedges, local);
         let owners0 = if blocks {
             block_owners(ncells, ranks)
         } else {
