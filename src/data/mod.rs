@@ -5,7 +5,11 @@
 //! Owns: host copies and their validity flags. Must never: talk to the device (the runtime
 //! keeps device buffers, keyed by these objects' ids).
 
+mod arg;
 pub mod halo;
+
+pub(crate) use arg::Via;
+pub use arg::{Arg, Indirect};
 
 use crate::error::{Error, Result};
 use crate::types::{Access, DType, Scalar};
@@ -454,160 +458,6 @@ impl<T: Scalar> Drop for Global<T> {
     fn drop(&mut self) {
         self.inner.alive.set(false);
     }
-}
-
-/// How an argument reaches its data.
-#[derive(Clone)]
-pub(crate) enum Via {
-    Direct,
-    /// Through a map at one index.
-    Map(Map, usize),
-    /// Through a map at all its indices (the kernel sees arity * dim values).
-    MapAll(Map),
-    Global,
-}
-
-/// One argument of a par_loop.
-#[derive(Clone)]
-pub struct Arg {
-    pub(crate) data: Rc<DataInner>,
-    pub(crate) via: Via,
-    pub(crate) access: Access,
-}
-
-impl std::fmt::Debug for Arg {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.describe())
-    }
-}
-
-impl Arg {
-    pub(crate) fn map(&self) -> Option<&Map> {
-        match &self.via {
-            Via::Map(m, _) | Via::MapAll(m) => Some(m),
-            _ => None,
-        }
-    }
-    /// Values the kernel sees for this argument.
-    pub(crate) fn width(&self) -> usize {
-        match &self.via {
-            Via::MapAll(m) => m.arity() * self.data.dim,
-            _ => self.data.dim,
-        }
-    }
-    /// An increment or min/max through a map: elements can collide.
-    pub(crate) fn races(&self) -> bool {
-        self.map().is_some() && self.access.is_reduction()
-    }
-    /// "`q` through `pecell`[1], READ".
-    pub(crate) fn describe(&self) -> String {
-        let via = match &self.via {
-            Via::Direct => "directly".to_string(),
-            Via::Map(m, j) => format!("through `{}`[{j}]", m.name()),
-            Via::MapAll(m) => format!("through all of `{}`", m.name()),
-            Via::Global => "as a Global".to_string(),
-        };
-        format!("`{}` {via}, {}", self.data.name, self.access)
-    }
-}
-
-macro_rules! access_builders {
-    () => {
-        pub fn read(&self) -> Arg {
-            self.arg(Access::Read)
-        }
-        pub fn write(&self) -> Arg {
-            self.arg(Access::Write)
-        }
-        pub fn rw(&self) -> Arg {
-            self.arg(Access::Rw)
-        }
-        pub fn inc(&self) -> Arg {
-            self.arg(Access::Inc)
-        }
-        pub fn min(&self) -> Arg {
-            self.arg(Access::Min)
-        }
-        pub fn max(&self) -> Arg {
-            self.arg(Access::Max)
-        }
-    };
-}
-
-impl<T: Scalar> Dat<T> {
-    pub fn name(&self) -> &str {
-        &self.inner.name
-    }
-    pub fn set(&self) -> &Set {
-        self.inner.set.as_ref().expect("a Dat has a set")
-    }
-    pub fn dim(&self) -> usize {
-        self.inner.dim
-    }
-    /// Number of scalar values (elements x dim, halos included).
-    pub fn len(&self) -> usize {
-        self.inner.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.inner.len() == 0
-    }
-    /// A direct argument with the given access.
-    pub fn arg(&self, access: Access) -> Arg {
-        Arg {
-            data: self.inner.clone(),
-            via: Via::Direct,
-            access,
-        }
-    }
-    access_builders!();
-    /// Access through `map` at index `idx`.
-    pub fn at(&self, map: &Map, idx: usize) -> Indirect {
-        Indirect {
-            data: self.inner.clone(),
-            via: Via::Map(map.clone(), idx),
-        }
-    }
-    /// Access through every index of `map` (the kernel sees arity x dim values).
-    pub fn all(&self, map: &Map) -> Indirect {
-        Indirect {
-            data: self.inner.clone(),
-            via: Via::MapAll(map.clone()),
-        }
-    }
-}
-
-impl<T: Scalar> Global<T> {
-    pub fn name(&self) -> &str {
-        &self.inner.name
-    }
-    pub fn dim(&self) -> usize {
-        self.inner.dim
-    }
-    pub fn arg(&self, access: Access) -> Arg {
-        Arg {
-            data: self.inner.clone(),
-            via: Via::Global,
-            access,
-        }
-    }
-    access_builders!();
-}
-
-/// A Dat seen through a map, waiting for its access mode.
-pub struct Indirect {
-    data: Rc<DataInner>,
-    via: Via,
-}
-
-impl Indirect {
-    pub fn arg(&self, access: Access) -> Arg {
-        Arg {
-            data: self.data.clone(),
-            via: self.via.clone(),
-            access,
-        }
-    }
-    access_builders!();
 }
 
 /// A named value compiled into kernels (Airfoil's `gam`, `cfl`, `qinf`).
