@@ -55,15 +55,45 @@ pub fn helpers(buffer: &str) -> String {
     w
 }
 
+/// An instrumented kernel source and its sites, or why it could not be instrumented.
+type Instrumented = Result<(String, Vec<CheckSite>), String>;
+
+thread_local! {
+    /// Shaders are generated at every force: the naga parse and validation behind each
+    /// instrumented kernel is done once per (kernel, source, prelude, first site).
+    static CACHE: std::cell::RefCell<std::collections::HashMap<(String, String, String, usize), Instrumented>> =
+        Default::default();
+}
+
+/// Entries kept before the cache starts over (a program has few kernels; Const layouts and
+/// site numbering multiply them a little).
+const CACHE_LIMIT: usize = 256;
+
 /// Rewrites a kernel's source (as the shader holds it, after Const injection) so that its
 /// dynamic argument indices are guarded; `prelude` is what precedes it for parsing (the
 /// parameters' declaration). Sites are numbered from `first`.
-pub fn instrument(
-    kernel: &str,
-    src: &str,
-    prelude: &str,
-    first: usize,
-) -> Result<(String, Vec<CheckSite>), String> {
+pub fn instrument(kernel: &str, src: &str, prelude: &str, first: usize) -> Instrumented {
+    let key = (
+        kernel.to_string(),
+        src.to_string(),
+        prelude.to_string(),
+        first,
+    );
+    if let Some(hit) = CACHE.with(|c| c.borrow().get(&key).cloned()) {
+        return hit;
+    }
+    let result = instrument_uncached(kernel, src, prelude, first);
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= CACHE_LIMIT {
+            c.clear();
+        }
+        c.insert(key, result.clone());
+    });
+    result
+}
+
+fn instrument_uncached(kernel: &str, src: &str, prelude: &str, first: usize) -> Instrumented {
     let full = format!("{prelude}{src}");
     let module = naga::front::wgsl::parse_str(&full).map_err(|e| e.message().to_string())?;
     let info = naga::valid::Validator::new(

@@ -277,7 +277,7 @@ async fn fetch(ctx: &Inner, groups: &[Group], want: &[Rc<DataInner>]) -> Result<
         record_times(ctx, groups, buf, &used).await?;
     }
     if let Some((buf, checks)) = check_out {
-        let words = read_words(ctx, buf, 4 * checks.words as u64).await?;
+        let words = read_words(ctx, buf, 4 * checks.words as u64, "check records").await?;
         checks.verdict(groups, &words)?;
     }
     Ok(())

@@ -15,45 +15,28 @@ pub(super) async fn record_times(
     buf: Buf,
     used: &[bool],
 ) -> Result<()> {
-    let bytes = 16 * groups.len() as u64;
-    let (tx, rx) = futures::channel::oneshot::channel();
-    buf.buffer
-        .map_async(wgpu::MapMode::Read, 0..bytes, move |r| {
-            let _ = tx.send(r);
-        });
-    #[cfg(not(target_arch = "wasm32"))]
-    let _ = ctx.gpu.device.poll(wgpu::PollType::wait_indefinitely());
-    if !matches!(rx.await, Ok(Ok(()))) {
-        return Err(Error::Device("reading GPU timestamps failed".into()));
-    }
+    let words = read_words(ctx, buf, 16 * groups.len() as u64, "GPU timestamps").await?;
+    let tick = |k: usize| u64::from(words[2 * k]) | u64::from(words[2 * k + 1]) << 32;
     let period = ctx.gpu.queue.get_timestamp_period() as f64;
-    {
-        let view = buf
-            .buffer
-            .get_mapped_range(0..bytes)
-            .map_err(|e| Error::Device(format!("mapping timestamps failed: {e}")))?;
-        let ticks: &[u64] = bytemuck::cast_slice(&view);
-        let mut st = ctx.rt.borrow_mut();
-        for (g, group) in groups.iter().enumerate().filter(|&(g, _)| used[g]) {
-            let ns = ticks[2 * g + 1].saturating_sub(ticks[2 * g]) as f64 * period;
-            let label = group
-                .loops
-                .iter()
-                .map(|l| l.kernel.name())
-                .collect::<Vec<_>>()
-                .join("+");
-            let t = st.stats.kernel_times.entry(label).or_default();
-            t.calls += 1;
-            t.ns += ns as u64;
-        }
+    let mut st = ctx.rt.borrow_mut();
+    for (g, group) in groups.iter().enumerate().filter(|&(g, _)| used[g]) {
+        let ns = tick(2 * g + 1).saturating_sub(tick(2 * g)) as f64 * period;
+        let label = group
+            .loops
+            .iter()
+            .map(|l| l.kernel.name())
+            .collect::<Vec<_>>()
+            .join("+");
+        let t = st.stats.kernel_times.entry(label).or_default();
+        t.calls += 1;
+        t.ns += ns as u64;
     }
-    buf.buffer.unmap();
-    ctx.rt.borrow_mut().release_staging(buf);
     Ok(())
 }
 
-/// Maps one readback buffer and returns its first `bytes` as words.
-pub(super) async fn read_words(ctx: &Inner, buf: Buf, bytes: u64) -> Result<Vec<u32>> {
+/// Maps one readback buffer and returns its first `bytes` as words (`what` names it in
+/// errors).
+pub(super) async fn read_words(ctx: &Inner, buf: Buf, bytes: u64, what: &str) -> Result<Vec<u32>> {
     let (tx, rx) = futures::channel::oneshot::channel();
     buf.buffer
         .map_async(wgpu::MapMode::Read, 0..bytes, move |r| {
@@ -62,13 +45,13 @@ pub(super) async fn read_words(ctx: &Inner, buf: Buf, bytes: u64) -> Result<Vec<
     #[cfg(not(target_arch = "wasm32"))]
     let _ = ctx.gpu.device.poll(wgpu::PollType::wait_indefinitely());
     if !matches!(rx.await, Ok(Ok(()))) {
-        return Err(Error::Device("reading the check records failed".into()));
+        return Err(Error::Device(format!("reading the {what} failed")));
     }
     let words = {
         let view = buf
             .buffer
             .get_mapped_range(0..bytes)
-            .map_err(|e| Error::Device(format!("mapping the check records failed: {e}")))?;
+            .map_err(|e| Error::Device(format!("mapping the {what} failed: {e}")))?;
         bytemuck::cast_slice(&view).to_vec()
     };
     buf.buffer.unmap();
