@@ -159,8 +159,7 @@ impl Distribution {
         let specs: Vec<MapSpec> = self
             .maps
             .iter()
-            .map(|(name, from, to, arity, values)| MapSpec {
-                name,
+            .map(|(_, from, to, arity, values)| MapSpec {
                 from: *from,
                 to: *to,
                 arity: *arity,

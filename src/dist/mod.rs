@@ -34,7 +34,6 @@ pub use crate::data::halo::{Exchange, Halo};
 /// A map between two of the distributed sets, by index into the set list.
 #[derive(Clone, Copy, Debug)]
 pub struct MapSpec<'a> {
-    pub name: &'a str,
     pub from: usize,
     pub to: usize,
     pub arity: usize,

@@ -15,7 +15,6 @@ impl Mesh {
         self.maps
             .iter()
             .map(|(from, to, arity, values)| MapSpec {
-                name: "m",
                 from: *from,
                 to: *to,
                 arity: *arity,
@@ -220,7 +219,6 @@ proptest! {
 fn a_set_no_map_reaches_is_an_error_naming_it() {
     let e2c: Vec<u32> = vec![0, 1, 1, 2];
     let maps = [MapSpec {
-        name: "e2c",
         from: 1,
         to: 0,
         arity: 2,
@@ -243,14 +241,12 @@ fn the_dual_graph_joins_elements_that_share_a_target() {
     let e2c: Vec<u32> = vec![0, 3];
     let maps = [
         MapSpec {
-            name: "c2n",
             from: 0,
             to: 1,
             arity: 2,
             values: &c2n,
         },
         MapSpec {
-            name: "e2c",
             from: 2,
             to: 0,
             arity: 2,
