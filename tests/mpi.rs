@@ -1,10 +1,15 @@
 //! Distributed runs under `mpirun` against the same program on one process: the wave on 1, 2,
-//! 3 and 4 ranks, Airfoil on 1, 2, 3 and 4 ranks. Each case runs this test binary under `mpirun` with one ignored worker test
+//! 3 and 4 ranks, Airfoil on 1, 2, 3 and 4 ranks, lazy (overlapped exchanges) and, on 2 and 3
+//! ranks, eager (exchanges before each loop). Each case runs this test binary under `mpirun` with one ignored worker test
 //! selected; rank 0 writes what it gathered to a file this test reads.
 //!
 //! `cargo test --features mpi --test mpi` (needs Open MPI's `mpirun`).
 
 mod common;
+#[path = "common/mpirun.rs"]
+mod mpirun;
+
+use mpirun::{mpirun, mpirun_env, out_path};
 
 use parloop::apps::airfoil::Airfoil;
 use parloop::apps::wave::Wave;
@@ -12,73 +17,10 @@ use parloop::dist::{Comm, Partitioner};
 use parloop::mesh::airfoil::naca0012;
 use parloop::mesh::unit_square;
 use parloop::{Config, Context};
-use std::path::PathBuf;
-use std::process::Command;
 
 const N: usize = 24;
 const STEPS: usize = 200;
 const DT: f32 = 0.001;
-
-/// Runs the worker test `worker` on `np` ranks; returns what rank 0 wrote.
-fn mpirun(np: usize, worker: &str, partitioner: &str) -> Vec<f32> {
-    let out = std::env::temp_dir().join(format!(
-        "parloop-mpi-{worker}-{np}-{partitioner}-{}.bin",
-        std::process::id()
-    ));
-    let exe = std::env::current_exe().unwrap();
-    let mut child = Command::new("mpirun")
-        .args([
-            "--allow-run-as-root",
-            "--oversubscribe",
-            "-np",
-            &np.to_string(),
-        ])
-        .arg(&exe)
-        .args([
-            "--exact",
-            worker,
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("MPI_TEST_OUT", &out)
-        .env("MPI_TEST_PARTITIONER", partitioner)
-        .spawn()
-        .expect("mpirun (Open MPI) on the PATH");
-    // A rank that panics aborts (see `out_path`), which ends the job; a hang is still
-    // possible in principle, so the run has a deadline.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("mpirun -np {np} {worker} ran past 300 s: killed");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    assert!(
-        status.success(),
-        "mpirun -np {np} {worker} failed: {status}"
-    );
-    let bytes = std::fs::read(&out).unwrap();
-    let _ = std::fs::remove_file(&out);
-    bytemuck::cast_slice(&bytes).to_vec()
-}
-
-/// In a worker (under mpirun): where rank 0 writes its result. A panic on one rank aborts
-/// the process, so that mpirun ends the job instead of leaving the other ranks waiting in a
-/// collective.
-fn out_path() -> Option<PathBuf> {
-    let out = std::env::var_os("MPI_TEST_OUT").map(PathBuf::from)?;
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        default(info);
-        std::process::abort();
-    }));
-    Some(out)
-}
 
 /// One process, no MPI: p after STEPS steps, then the energy.
 fn wave_reference() -> Vec<f32> {
@@ -114,6 +56,7 @@ fn wave_worker() {
     }
     let energy = w.energy().unwrap() as f32;
     let s = ctx.stats();
+    lazy_or_eager(&ctx);
     eprintln!(
         "rank {} of {}: {} halo exchanges ({} skipped as current), {} messages, {} bytes, {} \
          Global reductions",
@@ -131,6 +74,23 @@ fn wave_worker() {
     }
 }
 
+/// In a worker: the run took the path its configuration asks for (lazy: exchanges overlapped
+/// with core work in the force's rounds; eager: exchanges when loops are recorded).
+fn lazy_or_eager(ctx: &Context) {
+    let s = ctx.stats();
+    if ctx.ranks() == 1 {
+        assert_eq!(s.halo_exchanges, 0);
+    } else if ctx.config().lazy {
+        assert!(
+            s.halo_overlap_rounds > 0,
+            "lazy run without overlapped rounds"
+        );
+    } else {
+        assert_eq!(s.halo_overlap_rounds, 0, "eager run with lazy rounds");
+        assert!(s.halo_exchanges > 0);
+    }
+}
+
 fn assert_close(got: &[f32], want: &[f32], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: lengths");
     let scale = want.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-30);
@@ -143,11 +103,17 @@ fn assert_close(got: &[f32], want: &[f32], what: &str) {
 }
 
 #[test]
-fn the_wave_on_1_2_and_4_ranks_equals_one_process() {
+fn the_wave_on_1_to_4_ranks_lazy_and_eager_equals_one_process() {
     let want = wave_reference();
-    for np in [1, 2, 4] {
+    for np in [1, 2, 3, 4] {
         let got = mpirun(np, "wave_worker", "block");
         assert_close(&got, &want, &format!("wave on {np} ranks"));
+        if np == 2 || np == 3 {
+            // Eager mode: exchanges before each loop, as the lazy schedule must match.
+            let eager = mpirun_env(np, "wave_worker", &[("PARLOOP_LAZY", "0")]);
+            assert_close(&eager, &want, &format!("wave on {np} ranks, eager"));
+            assert_close(&got, &eager, &format!("wave on {np} ranks, lazy vs eager"));
+        }
     }
     let got = mpirun(3, "wave_worker", "scattered");
     assert_close(&got, &want, "wave on 3 ranks, cells dealt round-robin");
@@ -177,6 +143,7 @@ fn airfoil_worker() {
     let ctx = Context::with_comm(Config::from_env().unwrap(), &comm).unwrap();
     let a = Airfoil::distributed(&ctx, &naca0012(60, 90), Partitioner::Block).unwrap();
     let (mut history, q) = airfoil_run(&a, &ctx);
+    lazy_or_eager(&ctx);
     let s = ctx.stats();
     let c = a.cells.sections();
     eprintln!(
@@ -200,22 +167,26 @@ fn airfoil_worker() {
 }
 
 #[test]
-fn airfoil_on_1_to_4_ranks_equals_one_process() {
+fn airfoil_on_1_to_4_ranks_lazy_and_eager_equals_one_process() {
     let ctx = common::ctx();
     let a = Airfoil::new(&ctx, &naca0012(60, 90)).unwrap();
     let (history, q) = airfoil_run(&a, &ctx);
     let q = q.unwrap();
-    for np in 1..=4 {
-        let got = mpirun(np, "airfoil_worker", "block");
+    let runs = (1..=4)
+        .map(|np| (np, "lazy"))
+        .chain([(2, "eager"), (3, "eager")]);
+    for (np, mode) in runs {
+        let lazy = if mode == "lazy" { "1" } else { "0" };
+        let got = mpirun_env(np, "airfoil_worker", &[("PARLOOP_LAZY", lazy)]);
         let (h, gq) = got.split_at(AIRFOIL_ITERATIONS);
         for (i, (g, w)) in h.iter().zip(&history).enumerate() {
             assert!(
                 (g - w).abs() <= 1e-5 * w.abs(),
-                "Airfoil on {np} ranks: rms after iteration {}: {g} vs one process {w}",
+                "Airfoil on {np} ranks ({mode}): rms after iteration {}: {g} vs one process {w}",
                 i + 1
             );
         }
-        assert_close(gq, &q, &format!("Airfoil's q on {np} ranks"));
+        assert_close(gq, &q, &format!("Airfoil's q on {np} ranks ({mode})"));
     }
 }
 

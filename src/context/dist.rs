@@ -1,33 +1,38 @@
 //! par_loop on a distributed set (see `crate::dist`): which elements the loop runs, the halo
-//! exchanges it needs before it runs, and what it leaves stale or combines after.
+//! exchanges it needs, and what it leaves stale or combines after.
 //!
 //! - A loop that increments or writes through a map runs its owned elements and its exec halo
 //!   (so increments into owned data are complete); any other loop runs its owned elements.
 //! - Before a loop reads a Dat through a map (READ or RW), or reads a Dat directly while it runs
-//!   the exec halo, the Dat's halo must hold the owners' values: if a write made it stale, it
-//!   is exchanged now (the Dat is read back, the owned values neighbours need are sent, the
-//!   received values are written into the halo and uploaded). Halo validity is tracked per
-//!   Dat, so nothing is exchanged twice.
-//! - A loop that writes a Dat makes its halo stale. A Global reduced by a loop is combined over
-//!   all ranks when the loop is recorded (each rank counts its owned elements only).
+//!   the exec halo, the Dat's halo must hold the owners' values. Halo validity is tracked per
+//!   Dat: a write makes it stale, an exchange makes it current, and a current halo is not
+//!   exchanged again.
+//! - Lazy mode (the default; seed 001): the exchange is two computations in the trace,
+//!   `HaloSend(d)` (reads d's core and owned sections, writes NET(d)) and `HaloRecv(d)` (reads
+//!   NET(d), writes d's halo), and the loop becomes `loop[core]`, which does not wait for
+//!   them, and `loop[owned]`, which does. An exchange whose halo is already current is not
+//!   recorded (early halo skip), nor one whose Dat has an exchange still in the trace with no
+//!   write since (successive exchanges). A Global reduced by the loop gets
+//!   `ReductionBegin`/`ReductionEnd`. `context::rounds` schedules all this at the force.
+//! - Eager mode: the exchange runs when the loop is recorded (the trace before it is forced as
+//!   far as the exchanged Dat needs), and a reduced Global is combined right after.
 //!
-//! These exchanges run when the loop is recorded (the trace before it is forced as far as the
-//! exchanged Dat needs); every rank records the same loops, so every rank exchanges at the same
-//! points. The lazy, overlapped schedule is the next step.
+//! Every rank records the same loops, so every rank exchanges at the same points.
 
 use super::*;
 use crate::data::{Set, Via};
+use crate::trace::Op;
 
 impl Context {
-    /// The iteration space a loop over a distributed set runs, after the exchanges its reads
-    /// need. Loops on sets that are not distributed pass through unchanged.
-    pub(super) fn before_distributed(
+    /// Checks a loop's sets against its distribution; for a loop over a distributed set,
+    /// returns its set and whether it runs the exec halo (None: not distributed).
+    pub(super) fn distributed_space(
         &self,
         kernel: &Kernel,
-        space: IterSpace,
+        space: &IterSpace,
         args: &[Arg],
         site: &'static Location<'static>,
-    ) -> Result<IterSpace> {
+    ) -> Result<Option<(Set, bool)>> {
         let set = space.set().clone();
         let distributed = set.halo().is_some();
         let name = || {
@@ -56,14 +61,14 @@ impl Context {
             }
         }
         if !distributed {
-            return Ok(space);
+            return Ok(None);
         }
         if self.0.config.check && self.ranks() > 1 {
             // Every rank must record the same loops: compare a fingerprint of this one.
             let mut h = std::collections::hash_map::DefaultHasher::new();
             std::hash::Hash::hash(&(kernel.name(), set.name(), args.len()), &mut h);
             // A count of the user's distributed loops (not the trace's numbering, which
-            // internal loops such as halo packing advance differently on each rank).
+            // internal computations advance).
             let seq = self.0.dist_loops.get() + 1;
             self.0.dist_loops.set(seq);
             let print = std::hash::Hasher::finish(&h) ^ seq.rotate_left(32);
@@ -78,7 +83,7 @@ impl Context {
                 )));
             }
         }
-        if let IterSpace::Subset(s) = &space {
+        if let IterSpace::Subset(s) = space {
             return Err(Error::ParLoop(format!(
                 "{}: iterates over subset `{}` of distributed set `{}`, which parloop does not \
                  distribute yet: declare the subset as a set with a map to its parent",
@@ -89,19 +94,36 @@ impl Context {
         }
         let exec = set.sections().exec_halo > 0
             && args.iter().any(|a| a.map().is_some() && a.access.writes());
-        for a in args {
-            if a.data.set.is_none() {
-                continue;
-            }
+        Ok(Some((set, exec)))
+    }
+
+    /// The Dats whose halos a loop reads (each once): through a map (READ or RW), or directly
+    /// while the loop runs the exec halo.
+    fn halo_reads(args: &[Arg], exec: bool) -> Vec<Rc<DataInner>> {
+        let mut out: Vec<Rc<DataInner>> = Vec::new();
+        for a in args.iter().filter(|a| a.data.set.is_some()) {
             let reads_halo = matches!(a.access, Access::Read | Access::Rw)
                 && (a.map().is_some() || (exec && matches!(a.via, Via::Direct)));
-            if !reads_halo {
-                continue;
+            if reads_halo && !out.iter().any(|d| d.id == a.data.id) {
+                out.push(a.data.clone());
             }
-            if a.data.halo_valid.get() {
+        }
+        out
+    }
+
+    /// Eager mode: exchanges the stale halos the loop reads now, then records it.
+    pub(super) fn record_eager(
+        &self,
+        kernel: &Kernel,
+        (set, exec): (Set, bool),
+        args: &[Arg],
+        site: &'static Location<'static>,
+    ) -> Result<()> {
+        for d in Self::halo_reads(args, exec) {
+            if d.halo_valid.get() {
                 self.0.rt.borrow_mut().stats.halo_exchanges_skipped += 1;
             } else {
-                self.exchange(&a.data)?;
+                self.exchange(&d)?;
             }
         }
         // A Global incremented by the loop: rank 0 keeps its value, the others start from zero,
@@ -114,16 +136,188 @@ impl Context {
                 a.data.write_host(&vec![0u32; a.data.dim])?;
             }
         }
-        Ok(if exec {
+        let space = if exec {
             IterSpace::WithExecHalo(set)
         } else {
-            space
-        })
+            IterSpace::Set(set)
+        };
+        let space = self.record(kernel, space, args, site)?;
+        self.after_distributed(&space, args)
     }
 
-    /// After recording a loop on a distributed set: written Dats' halos are stale, reduced
-    /// Globals are combined over the ranks.
-    pub(super) fn after_distributed(&self, space: &IterSpace, args: &[Arg]) -> Result<()> {
+    /// Lazy mode: records the loop with the exchanges it needs (HaloSend, HaloRecv), split
+    /// into its core and owned parts when it waits for one, and its reductions.
+    pub(super) fn record_lazy(
+        &self,
+        kernel: &Kernel,
+        (set, exec): (Set, bool),
+        args: &[Arg],
+        site: &'static Location<'static>,
+    ) -> Result<()> {
+        let mut wait = false;
+        for d in Self::halo_reads(args, exec) {
+            let no_neighbours = d
+                .set
+                .as_ref()
+                .and_then(|s| s.halo())
+                .is_none_or(|h| h.exchanges.is_empty());
+            let mut st = self.0.rt.borrow_mut();
+            if !d.halo_valid.get() && no_neighbours {
+                d.halo_valid.set(true);
+            }
+            if d.halo_valid.get() {
+                if d.halo_recv.get() != 0 {
+                    st.stats.halo_exchanges_merged += 1;
+                    wait = true;
+                } else {
+                    st.stats.halo_exchanges_skipped += 1;
+                }
+                continue;
+            }
+            drop(st);
+            self.record_exchange(&d, site)?;
+            wait = true;
+        }
+        // Reductions: an incremented Global is incremented from zero into a partial value of
+        // this rank, added to the Global when the reduction ends; a min/max reduces in place.
+        let mut args = args.to_vec();
+        let mut reductions = Vec::new();
+        if self.ranks() > 1 {
+            for a in args
+                .iter_mut()
+                .filter(|a| a.data.set.is_none() && a.access.is_reduction())
+            {
+                let global = a.data.clone();
+                if a.access == Access::Inc {
+                    let local = self.data_inner(&global.name, None, global.dim, global.dtype);
+                    *local.host.borrow_mut() = vec![0; global.dim];
+                    local.host_valid.set(true);
+                    a.data = local;
+                }
+                reductions.push((global, a.data.clone(), a.access));
+            }
+        }
+        // A Dat one argument reads through a map and another writes cannot be split: the
+        // core part would change values the owned part reads.
+        let self_reading = args.iter().enumerate().any(|(i, a)| {
+            a.map().is_some()
+                && matches!(a.access, Access::Read | Access::Rw)
+                && args
+                    .iter()
+                    .enumerate()
+                    .any(|(j, b)| j != i && b.data.id == a.data.id && b.access.writes())
+        });
+        if wait && set.sections().core > 0 && !self_reading {
+            self.record(kernel, IterSpace::Core(set.clone()), &args, site)?;
+            self.record(kernel, IterSpace::Owned(set, exec), &args, site)?;
+        } else {
+            let space = if exec {
+                IterSpace::WithExecHalo(set)
+            } else {
+                IterSpace::Set(set)
+            };
+            self.record(kernel, space, &args, site)?;
+        }
+        for a in args
+            .iter()
+            .filter(|a| a.data.set.is_some() && a.access.writes())
+        {
+            a.data.halo_valid.set(false);
+            a.data.halo_recv.set(0);
+        }
+        for (global, local, access) in reductions {
+            let mut net = AccessSet::of(global.id, section::NET);
+            self.push(
+                "ReductionBegin",
+                AccessSet::of(local.id, section::ALL),
+                net.clone(),
+                Op::ReduceBegin {
+                    local: local.clone(),
+                },
+                site,
+            )?;
+            let mut writes = AccessSet::of(global.id, section::ALL);
+            if access == Access::Inc {
+                net.add(local.id, section::ALL);
+            }
+            net.add(global.id, section::ALL);
+            writes.add(global.id, section::NET);
+            self.push(
+                "ReductionEnd",
+                net,
+                writes,
+                Op::ReduceEnd {
+                    global,
+                    local,
+                    access,
+                },
+                site,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Records HaloSend(d) (a loop packing the values neighbours need) and HaloRecv(d).
+    fn record_exchange(&self, d: &Rc<DataInner>, site: &'static Location<'static>) -> Result<()> {
+        let set = d.set.clone().expect("Dats have a set");
+        let halo = set.halo().cloned().expect("a distributed set");
+        let (space, map, kernel) = self.packer(d, &set, &halo);
+        let packed = self.data_inner(&format!("{} packed", d.name), Some(&space), d.dim, d.dtype);
+        let args = [
+            crate::data::Arg {
+                data: d.clone(),
+                via: Via::Map(map, 0),
+                access: Access::Read,
+            },
+            crate::data::Arg {
+                data: packed.clone(),
+                via: Via::Direct,
+                access: Access::Write,
+            },
+        ];
+        let mut writes = AccessSet::of(packed.id, section::ALL);
+        writes.add(d.id, section::NET);
+        let send = self.push_record(
+            (&kernel, IterSpace::Set(space), &args, site),
+            AccessSet::of(d.id, section::CORE | section::OWNED),
+            writes,
+            Op::HaloSend {
+                dat: d.clone(),
+                packed,
+            },
+        )?;
+        let recv = self.push(
+            "HaloRecv",
+            AccessSet::of(d.id, section::NET),
+            AccessSet::of(d.id, section::EXEC_HALO | section::NONEXEC_HALO),
+            Op::HaloRecv {
+                dat: d.clone(),
+                send,
+            },
+            site,
+        )?;
+        d.halo_valid.set(true);
+        d.halo_recv.set(recv);
+        Ok(())
+    }
+
+    /// Records a computation that is not a loop; returns its seq.
+    fn push(
+        &self,
+        name: &str,
+        reads: AccessSet,
+        writes: AccessSet,
+        op: Op,
+        site: &'static Location<'static>,
+    ) -> Result<u64> {
+        let kernel = Kernel::new(name, "");
+        let space = IterSpace::Set(Set::new(name, 0));
+        self.push_record((&kernel, space, &[], site), reads, writes, op)
+    }
+
+    /// Eager mode, after recording a loop on a distributed set: written Dats' halos are
+    /// stale, reduced Globals are combined over the ranks.
+    fn after_distributed(&self, space: &IterSpace, args: &[Arg]) -> Result<()> {
         if space.set().halo().is_none() {
             return Ok(());
         }
@@ -171,36 +365,11 @@ impl Context {
         #[cfg(not(target_arch = "wasm32"))]
         let _ = self.0.gpu.device.poll(wgpu::PollType::wait_indefinitely());
         let t0 = crate::util::now_ms();
-        let dim = d.dim;
         let packed = self.pack(d, &set, &halo)?;
-        let mut sends = Vec::new();
-        let mut at = 0;
-        for x in halo.exchanges.iter().filter(|x| !x.send.is_empty()) {
-            let n = x.send.len() * dim;
-            sends.push((x.rank, packed[at..at + n].to_vec()));
-            at += n;
-        }
-        let recvs: Vec<(u32, usize)> = halo
-            .exchanges
-            .iter()
-            .filter(|x| !x.recv.is_empty())
-            .map(|x| (x.rank, x.recv.len() * dim))
-            .collect();
+        let (sends, recvs) = messages(&halo, d.dim, &packed);
         let got = self.0.comm.exchange(&sends, &recvs)?;
-        let start = set.size();
-        let mut words = vec![0u32; (set.total() - start) * dim];
-        for (x, vals) in halo
-            .exchanges
-            .iter()
-            .filter(|x| !x.recv.is_empty())
-            .zip(got)
-        {
-            for (k, &l) in x.recv.iter().enumerate() {
-                let h = l as usize - start;
-                words[h * dim..(h + 1) * dim].copy_from_slice(&vals[k * dim..(k + 1) * dim]);
-            }
-        }
-        self.write_range(d, start * dim, &words)?;
+        let (start, words) = halo_words(&halo, &set, d.dim, got);
+        self.write_range(d, start, &words)?;
         d.halo_valid.set(true);
         let mut st = self.0.rt.borrow_mut();
         st.stats.halo_exchanges += 1;
@@ -210,41 +379,50 @@ impl Context {
         Ok(())
     }
 
-    /// The owned values of `d` that the neighbours need, in send-list order, gathered on the
-    /// device by a loop over the send entries and read back alone.
+    /// The send-list set of `d`'s set, its map and the kernel that packs through it (made
+    /// once per set, type and dim).
+    fn packer(
+        &self,
+        d: &Rc<DataInner>,
+        set: &Set,
+        halo: &crate::data::halo::Halo,
+    ) -> super::Packer {
+        let key = (set.id(), d.dtype, d.dim);
+        let mut cache = self.0.packers.borrow_mut();
+        cache
+            .entry(key)
+            .or_insert_with(|| {
+                let list: Vec<u32> = halo
+                    .exchanges
+                    .iter()
+                    .flat_map(|x| x.send.iter().copied())
+                    .collect();
+                let space = Set::new(format!("{} send lists", set.name()), list.len());
+                let map = crate::data::Map::new("send list", &space, set, 1, &list)
+                    .expect("send lists hold local elements");
+                let t = d.dtype;
+                let kernel = Kernel::new(
+                    "pl_pack",
+                    format!(
+                        "fn pl_pack(s: ptr<function, array<{t}, {n}>>, p: ptr<function, \
+                         array<{t}, {n}>>) {{ *p = *s; }}",
+                        n = d.dim
+                    ),
+                );
+                (space, map, kernel)
+            })
+            .clone()
+    }
+
+    /// Eager mode: the owned values of `d` that the neighbours need, in send-list order,
+    /// gathered on the device by a loop over the send entries and read back alone.
     fn pack(
         &self,
         d: &Rc<DataInner>,
         set: &Set,
         halo: &crate::data::halo::Halo,
     ) -> Result<Vec<u32>> {
-        let key = (set.id(), d.dtype, d.dim);
-        let (space, map, kernel) = {
-            let mut cache = self.0.packers.borrow_mut();
-            cache
-                .entry(key)
-                .or_insert_with(|| {
-                    let list: Vec<u32> = halo
-                        .exchanges
-                        .iter()
-                        .flat_map(|x| x.send.iter().copied())
-                        .collect();
-                    let space = Set::new(format!("{} send lists", set.name()), list.len());
-                    let map = crate::data::Map::new("send list", &space, set, 1, &list)
-                        .expect("send lists hold local elements");
-                    let t = d.dtype;
-                    let kernel = Kernel::new(
-                        "pl_pack",
-                        format!(
-                            "fn pl_pack(s: ptr<function, array<{t}, {n}>>, p: ptr<function, \
-                             array<{t}, {n}>>) {{ *p = *s; }}",
-                            n = d.dim
-                        ),
-                    );
-                    (space, map, kernel)
-                })
-                .clone()
-        };
+        let (space, map, kernel) = self.packer(d, set, halo);
         let out = self.data_inner("packed halo", Some(&space), d.dim, d.dtype);
         let args = [
             crate::data::Arg {
@@ -270,6 +448,12 @@ impl Context {
     fn write_range(&self, d: &Rc<DataInner>, start: usize, words: &[u32]) -> Result<()> {
         let all = AccessSet::of(d.id, section::ALL);
         self.force(&AccessSet::new(), &all, &[], "halo exchange")?;
+        self.write_now(d, start, words)
+    }
+
+    /// Writes `words` at word `start` of `d` now, whatever the trace holds: into the device
+    /// copy when it is current, and into the host copy when that is current.
+    pub(super) fn write_now(&self, d: &Rc<DataInner>, start: usize, words: &[u32]) -> Result<()> {
         if !d.host_valid.get() && !d.device_valid.get() {
             d.ensure_host_zeros();
         }
@@ -291,4 +475,49 @@ impl Context {
         }
         Ok(())
     }
+}
+
+/// Per neighbour: the words sent to it, and the number of words it sends here.
+pub(super) type Messages = (Vec<(u32, Vec<u32>)>, Vec<(u32, usize)>);
+
+/// The messages of one exchange of a Dat of `dim` values per element: per neighbour, the
+/// `packed` values (send-list order) it needs, and the number of words it sends here.
+pub(super) fn messages(halo: &crate::data::halo::Halo, dim: usize, packed: &[u32]) -> Messages {
+    let mut sends = Vec::new();
+    let mut at = 0;
+    for x in halo.exchanges.iter().filter(|x| !x.send.is_empty()) {
+        let n = x.send.len() * dim;
+        sends.push((x.rank, packed[at..at + n].to_vec()));
+        at += n;
+    }
+    let recvs = halo
+        .exchanges
+        .iter()
+        .filter(|x| !x.recv.is_empty())
+        .map(|x| (x.rank, x.recv.len() * dim))
+        .collect();
+    (sends, recvs)
+}
+
+/// The halo section's words (and the word it starts at) from the received messages.
+pub(super) fn halo_words(
+    halo: &crate::data::halo::Halo,
+    set: &Set,
+    dim: usize,
+    got: Vec<Vec<u32>>,
+) -> (usize, Vec<u32>) {
+    let start = set.size();
+    let mut words = vec![0u32; (set.total() - start) * dim];
+    for (x, vals) in halo
+        .exchanges
+        .iter()
+        .filter(|x| !x.recv.is_empty())
+        .zip(got)
+    {
+        for (k, &l) in x.recv.iter().enumerate() {
+            let h = l as usize - start;
+            words[h * dim..(h + 1) * dim].copy_from_slice(&vals[k * dim..(k + 1) * dim]);
+        }
+    }
+    (start * dim, words)
 }

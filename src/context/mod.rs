@@ -10,9 +10,11 @@ use crate::fuse::{self, Group};
 use crate::kernel::{Kernel, KernelProblem, consts_used, expected_type};
 use crate::runtime::lower::{Choice, Strategy};
 use crate::runtime::{self, Gpu, Stats};
-use crate::trace::{AccessSet, LoopRecord, Reason, Trace};
+use crate::trace::{AccessSet, LoopRecord, Op, Reason, Trace};
 use crate::types::{Access, DType, Scalar};
 use std::cell::{Ref, RefCell, RefMut};
+use std::collections::BTreeSet;
+use std::fmt::Write;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::panic::Location;
@@ -21,6 +23,7 @@ use validate::{describe_mask, values_for};
 
 mod dist;
 mod host;
+mod rounds;
 mod validate;
 
 pub(crate) struct Inner {
@@ -40,6 +43,13 @@ pub(crate) struct Inner {
     pub packers: RefCell<std::collections::HashMap<(u64, DType, usize), Packer>>,
     /// Distributed par_loops recorded (checking mode compares them across ranks).
     pub dist_loops: std::cell::Cell<u64>,
+    /// Lazy mode: values received for HaloSends whose HaloRecv has not run yet (by the
+    /// HaloSend's seq).
+    pub received: RefCell<std::collections::HashMap<u64, Vec<u32>>>,
+    /// Test hook: milliseconds to wait before completing each round's receives.
+    pub recv_delay_ms: std::cell::Cell<u64>,
+    /// The halo skip counters at the last force (explain() reports what changed since).
+    pub halo_counts: std::cell::Cell<(u64, u64)>,
 }
 
 /// A send-list set, its map into the distributed set, and the kernel that copies through it.
@@ -128,6 +138,9 @@ impl Context {
             comm,
             packers: RefCell::new(std::collections::HashMap::new()),
             dist_loops: std::cell::Cell::new(0),
+            received: RefCell::new(std::collections::HashMap::new()),
+            recv_delay_ms: std::cell::Cell::new(0),
+            halo_counts: std::cell::Cell::new((0, 0)),
         })))
     }
     /// The communicator this Context runs on.
@@ -171,20 +184,34 @@ impl Context {
     pub fn trace_dot(&self) -> String {
         self.0.trace.borrow().to_dot()
     }
-    /// The direct dependencies of pending loops, as (kernel, kernel) name pairs in program order.
+    /// The direct dependencies of pending computations, as name pairs in program order: a
+    /// loop's kernel name, or, on a distributed set, seed 001's label (`res_calc[core]`,
+    /// `res_calc[owned]`, `HaloSend(q)`, `HaloRecv(q)`, `ReductionBegin(rms)`, ...).
     pub fn trace_edges(&self) -> Vec<(String, String)> {
         let t = self.0.trace.borrow();
         let name = |seq: u64| {
             t.pending()
                 .iter()
                 .find(|c| c.seq == seq)
-                .map(|c| c.kernel.name().to_string())
+                .map(|c| {
+                    if matches!(c.op, Op::Loop) && c.space.set().halo().is_none() {
+                        c.kernel.name().to_string()
+                    } else {
+                        c.label()
+                    }
+                })
                 .unwrap_or_default()
         };
         t.edges()
             .into_iter()
             .map(|(a, b)| (name(a), name(b)))
             .collect()
+    }
+    /// Test hook (distributed runs): wait `ms` milliseconds before completing each round's
+    /// halo receives, as a slow network would.
+    #[doc(hidden)]
+    pub fn test_delay_receives(&self, ms: u64) {
+        self.0.recv_delay_ms.set(ms);
     }
     /// The device buffer holding a Dat's current values (`dim` values of 4 bytes per element),
     /// for rendering straight from simulation data. None until a loop has run on it, or while
@@ -250,6 +277,7 @@ impl Context {
             device_valid: std::cell::Cell::new(false),
             alive: std::cell::Cell::new(true),
             halo_valid: std::cell::Cell::new(true),
+            halo_recv: std::cell::Cell::new(0),
         })
     }
 
@@ -344,9 +372,11 @@ impl Context {
         let site = Location::caller();
         let space = space.into();
         self.check_loop(kernel, &space, args, site)?;
-        let space = self.before_distributed(kernel, space, args, site)?;
-        let space = self.record(kernel, space, args, site)?;
-        self.after_distributed(&space, args)
+        match self.distributed_space(kernel, &space, args, site)? {
+            Some(part) if self.0.config.lazy => self.record_lazy(kernel, part, args, site),
+            Some(part) => self.record_eager(kernel, part, args, site),
+            None => self.record(kernel, space, args, site).map(|_| ()),
+        }
     }
 
     /// Records a checked loop (and runs what eager mode or the trace bound asks for); returns
@@ -358,6 +388,21 @@ impl Context {
         args: &[Arg],
         site: &'static Location<'static>,
     ) -> Result<IterSpace> {
+        let (reads, writes) = LoopRecord::access_sets(&space, args);
+        let rec = (kernel, space.clone(), args, site);
+        self.push_record(rec, reads, writes, crate::trace::Op::Loop)?;
+        Ok(space)
+    }
+
+    /// Appends a computation to the trace (and runs what eager mode or the trace bound asks
+    /// for); returns its seq.
+    fn push_record(
+        &self,
+        (kernel, space, args, site): (&Kernel, IterSpace, &[Arg], &'static Location<'static>),
+        reads: AccessSet,
+        writes: AccessSet,
+        op: crate::trace::Op,
+    ) -> Result<u64> {
         let consts = {
             let all = self.0.consts.borrow();
             kernel
@@ -365,11 +410,11 @@ impl Context {
                 .map(|src| consts_used(src, &all).into_iter().cloned().collect())
                 .unwrap_or_default()
         };
-        let (reads, writes) = LoopRecord::access_sets(&space, args);
-        let rec = {
+        let seq = {
             let mut t = self.0.trace.borrow_mut();
-            let rec = Rc::new(LoopRecord {
-                seq: t.next_seq(),
+            let seq = t.next_seq();
+            t.record(Rc::new(LoopRecord {
+                seq,
                 kernel: kernel.clone(),
                 space,
                 args: args.to_vec(),
@@ -377,9 +422,9 @@ impl Context {
                 consts,
                 reads,
                 writes,
-            });
-            t.record(rec.clone());
-            rec
+                op,
+            }));
+            seq
         };
         if !self.0.config.lazy {
             let all = self.0.trace.borrow_mut().take_all();
@@ -394,7 +439,7 @@ impl Context {
                 block(self.run(oldest, &[], "trace bound"))?;
             }
         }
-        Ok(rec.space.clone())
+        Ok(seq)
     }
 
     /// Runs everything pending.
@@ -456,7 +501,7 @@ impl Context {
             self.0.shaders.borrow_mut().clear();
         }
         // Loops whose effect nobody can observe do not run (reads of loops still pending count).
-        let still_pending: std::collections::BTreeSet<u64> = self
+        let still_pending: BTreeSet<u64> = self
             .0
             .trace
             .borrow()
@@ -471,18 +516,65 @@ impl Context {
             .zip(live)
             .filter_map(|(l, k)| k.then_some(l))
             .collect();
+        let before = self.0.rt.borrow().stats.clone();
+        let (explain, result) = if loops.iter().all(|l| matches!(l.op, Op::Loop)) {
+            self.run_groups(&loops, readback, still_pending).await
+        } else {
+            self.run_rounds(&loops, readback, still_pending).await
+        };
+        if !loops.is_empty() {
+            let st = self.0.rt.borrow();
+            let dispatches = st.stats.last_dispatches;
+            let mut text = format!("{explain}  dispatches: {dispatches}\n");
+            if self.ranks() > 1 {
+                let (skipped, merged) = self.0.halo_counts.get();
+                let now = (
+                    st.stats.halo_exchanges_skipped,
+                    st.stats.halo_exchanges_merged,
+                );
+                self.0.halo_counts.set(now);
+                let _ = writeln!(
+                    text,
+                    "  halo exchanges not recorded since the last force: {} because the halo \
+                     was current (early halo skip), {} because an exchange of the Dat was still \
+                     in the trace with no write since (successive exchanges)",
+                    now.0 - skipped,
+                    now.1 - merged
+                );
+            }
+            // Seed 001's lazy malloc/free: the buffers of dropped temporaries go back to the
+            // pool at each force, and new temporaries take them from there.
+            let _ = writeln!(
+                text,
+                "  memory: {} buffers reused from the pool, {} bytes newly allocated, {} bytes \
+                 held on the device",
+                st.stats.pool_reuses - before.pool_reuses,
+                st.stats.bytes_allocated - before.bytes_allocated,
+                st.device_bytes()
+            );
+            *self.0.explain.borrow_mut() = text;
+        }
+        result
+    }
+
+    /// Fuses `loops` into groups and runs them (submitted in one region per run of device
+    /// groups), then reads back `readback`. Returns the grouping's explanation.
+    async fn run_groups(
+        &self,
+        loops: &[Rc<LoopRecord>],
+        readback: &[Rc<DataInner>],
+        pending_reads: BTreeSet<u64>,
+    ) -> (String, Result<()>) {
         let env = fuse::FuseEnv {
             fusion: self.0.config.fusion,
             max_storage: self.0.gpu.limits.max_storage_buffers_per_shader_stage as usize,
-            pending_reads: still_pending,
+            pending_reads,
         };
         let (groups, explain): (Vec<Group>, String) =
-            fuse::groups(&loops, &env, &mut self.0.fuse_cache.borrow_mut());
-        let result = runtime::exec::run(&self.0, &groups, readback).await;
-        if !groups.is_empty() {
-            let dispatches = self.0.rt.borrow().stats.last_dispatches;
-            *self.0.explain.borrow_mut() = format!("{explain}  dispatches: {dispatches}\n");
-        }
-        result
+            fuse::groups(loops, &env, &mut self.0.fuse_cache.borrow_mut());
+        (
+            explain,
+            runtime::exec::run(&self.0, &groups, readback).await,
+        )
     }
 }

@@ -264,7 +264,7 @@ fn collision(m: &crate::data::Map, idx: Option<usize>) -> String {
 }
 
 pub(super) fn describe_mask(mask: u8) -> String {
-    let names: Vec<&str> = (0..4)
+    let names: Vec<&str> = (0..5)
         .filter(|b| mask >> b & 1 == 1)
         .map(|b| section::NAMES[b])
         .collect();

@@ -32,7 +32,10 @@ pub mod section {
     pub const EXEC_HALO: u8 = 4;
     pub const NONEXEC_HALO: u8 = 8;
     pub const ALL: u8 = 15;
-    pub const NAMES: [&str; 4] = ["core", "owned", "exec halo", "non-exec halo"];
+    /// Seed 001's NET(d): the messages of a halo exchange in flight (orders a HaloRecv after
+    /// its HaloSend, and a reduction's end after its begin). Not storage.
+    pub const NET: u8 = 16;
+    pub const NAMES: [&str; 5] = ["core", "owned", "exec halo", "non-exec halo", "net"];
 }
 
 /// Element counts of a set's sections, in storage order: core elements touch no halo data,
@@ -206,20 +209,52 @@ pub enum IterSpace {
     /// A distributed set's owned elements and its exec halo: what a loop that increments or
     /// writes through a map runs (made by `par_loop`, not by users).
     WithExecHalo(Set),
+    /// A distributed set's core elements: the part of a loop that runs while its halo
+    /// exchanges are in flight (made by `par_loop`).
+    Core(Set),
+    /// A distributed set's owned elements that are not core, and with `true` its exec halo:
+    /// the part of a loop that runs after its halo exchanges (made by `par_loop`).
+    Owned(Set, bool),
 }
 
 impl IterSpace {
     pub fn set(&self) -> &Set {
         match self {
-            IterSpace::Set(s) | IterSpace::WithExecHalo(s) => s,
+            IterSpace::Set(s)
+            | IterSpace::WithExecHalo(s)
+            | IterSpace::Core(s)
+            | IterSpace::Owned(s, _) => s,
             IterSpace::Subset(s) => &s.0.set,
         }
+    }
+    /// The element of the first position (positions of a set's part are a range of its
+    /// elements; a subset's are listed).
+    pub fn first(&self) -> usize {
+        match self {
+            IterSpace::Owned(s, _) => s.sections().core,
+            _ => 0,
+        }
+    }
+    /// The element at position `p`.
+    pub fn element(&self, p: usize) -> usize {
+        match self {
+            IterSpace::Subset(s) => s.indices()[p] as usize,
+            _ => self.first() + p,
+        }
+    }
+    /// Whether the loop runs exec-halo elements (their reductions do not count).
+    pub fn runs_exec_halo(&self) -> bool {
+        matches!(self, IterSpace::WithExecHalo(_) | IterSpace::Owned(_, true))
     }
     pub fn len(&self) -> usize {
         match self {
             IterSpace::Set(s) => s.size(),
             IterSpace::Subset(s) => s.len(),
             IterSpace::WithExecHalo(s) => s.size() + s.sections().exec_halo,
+            IterSpace::Core(s) => s.sections().core,
+            IterSpace::Owned(s, exec) => {
+                s.sections().owned + if *exec { s.sections().exec_halo } else { 0 }
+            }
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -227,8 +262,8 @@ impl IterSpace {
     }
     pub fn subset(&self) -> Option<&Subset> {
         match self {
-            IterSpace::Set(_) | IterSpace::WithExecHalo(_) => None,
             IterSpace::Subset(s) => Some(s),
+            _ => None,
         }
     }
     pub fn name(&self) -> String {
@@ -236,6 +271,9 @@ impl IterSpace {
             IterSpace::Set(s) => s.name().to_string(),
             IterSpace::Subset(s) => format!("{} (subset of {})", s.name(), s.set().name()),
             IterSpace::WithExecHalo(s) => format!("{} (owned and exec halo)", s.name()),
+            IterSpace::Core(s) => format!("{} (core)", s.name()),
+            IterSpace::Owned(s, false) => format!("{} (owned, not core)", s.name()),
+            IterSpace::Owned(s, true) => format!("{} (owned not core, and exec halo)", s.name()),
         }
     }
     /// Identifies the location: the set, and the subset if any.
@@ -244,6 +282,8 @@ impl IterSpace {
             IterSpace::Set(s) => (s.id(), 0),
             IterSpace::Subset(s) => (s.set().id(), s.0.id),
             IterSpace::WithExecHalo(s) => (s.id(), u64::MAX),
+            IterSpace::Core(s) => (s.id(), u64::MAX - 1),
+            IterSpace::Owned(s, exec) => (s.id(), u64::MAX - 2 - u64::from(*exec)),
         }
     }
 }
@@ -409,6 +449,9 @@ pub(crate) struct DataInner {
     pub alive: Cell<bool>,
     /// On a distributed set: the halo holds the owners' current values.
     pub halo_valid: Cell<bool>,
+    /// Lazy mode: the HaloRecv, still in the trace, that makes the halo current (0: none;
+    /// `halo_valid` then says whether it is current already).
+    pub halo_recv: Cell<u64>,
 }
 
 impl DataInner {

@@ -8,6 +8,7 @@ use super::lower::{Lowered, PlanSpec};
 use super::{Buf, Gpu, Pipeline, PlanEntry, State};
 use crate::codegen;
 use crate::data::DataInner;
+use crate::data::IterSpace;
 use crate::error::{Error, Result};
 use crate::plan::{self, PlanInput, RaceArg, StagedMap};
 use std::num::NonZeroU64;
@@ -90,14 +91,24 @@ pub(super) fn ensure_plan(
     }
     let t0 = crate::util::now_ms();
     let sections = lw.space.set().sections();
-    let section_ends = if lw.space.subset().is_some() {
-        Vec::new()
-    } else {
+    let whole = matches!(lw.space, IterSpace::Set(_) | IterSpace::WithExecHalo(_));
+    let section_ends = if whole {
         vec![sections.core]
+    } else {
+        Vec::new()
     };
+    // A set's part (core, or owned and exec halo) lists its elements like a subset.
+    let range: Option<Vec<u32>> = matches!(lw.space, IterSpace::Core(_) | IterSpace::Owned(..))
+        .then(|| {
+            (0..lw.positions())
+                .map(|p| lw.space.element(p) as u32)
+                .collect()
+        });
     let input = PlanInput {
         positions: lw.positions(),
-        elements: lw.space.subset().map(|s| s.indices()),
+        elements: range
+            .as_deref()
+            .or_else(|| lw.space.subset().map(|s| s.indices())),
         section_ends,
         space_sizes: spec.space_sizes.clone(),
         races: spec

@@ -393,8 +393,9 @@ fn encode_group(
             })
             .collect(),
         _ => {
+            // Positions of a set's part are a range of its elements starting at `first`.
             let n = lw.positions() as u32;
-            vec![(n, 0, n.div_ceil(wg as u32))]
+            vec![(n, lw.space.first() as u32, n.div_ceil(wg as u32))]
         }
     };
     let slots: u32 = ranges.iter().map(|r| r.2).sum();

@@ -58,7 +58,7 @@ pub(crate) fn run_group(g: &Group) -> Result<u64> {
         let mut values: Vec<Vec<u32>> = lp.args.iter().map(|a| vec![0; a.width()]).collect();
         let positions = lp.space.len();
         for p in 0..positions {
-            let e = lp.space.subset().map_or(p, |s| s.indices()[p] as usize);
+            let e = lp.space.element(p);
             // Gather.
             for (i, a) in lp.args.iter().enumerate() {
                 let dim = a.data.dim;

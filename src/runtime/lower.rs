@@ -409,7 +409,7 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
         plan: plan_binding,
         scratch,
         check,
-        exec_halo: matches!(space, crate::data::IterSpace::WithExecHalo(_)),
+        exec_halo: space.runs_exec_halo(),
         workgroup_size: choice.workgroup_size,
     };
     Ok(Lowered {

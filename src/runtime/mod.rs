@@ -75,9 +75,18 @@ pub struct Stats {
     pub bind_groups_cached: usize,
     /// Bytes of device memory held now (data, maps, plans, pooled and readback buffers).
     pub device_bytes: u64,
-    /// Distributed runs: halo exchanges done, and those skipped because the halo was current.
+    /// Distributed runs: halo exchanges done, and those skipped because the halo was current
+    /// when the loop was recorded (seed 001's early halo skip).
     pub halo_exchanges: u64,
     pub halo_exchanges_skipped: u64,
+    /// Lazy mode: exchanges not recorded because an exchange of the same Dat, with no write
+    /// since, was still in the trace (seed 001's successive exchanges: the second is removed).
+    pub halo_exchanges_merged: u64,
+    /// Lazy mode: rounds of a force that exchanged halos with core work on the device
+    /// meanwhile, and of those, the rounds whose core work had completed on the device when
+    /// the last receive completed (the exchange was hidden behind it).
+    pub halo_overlap_rounds: u64,
+    pub halo_core_first: u64,
     /// Messages sent and bytes sent by halo exchanges.
     pub halo_messages: u64,
     pub halo_bytes: u64,

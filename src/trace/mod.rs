@@ -7,7 +7,7 @@
 //! Owns: dependency bookkeeping. Must never: run anything (the context hands what evaluate
 //! returns to the runtime).
 
-use crate::data::{Arg, ConstValue, IterSpace, Via, section};
+use crate::data::{Arg, ConstValue, DataInner, IterSpace, Via, section};
 use crate::kernel::Kernel;
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -79,7 +79,32 @@ impl AccessSet {
     }
 }
 
-/// One recorded par_loop.
+/// What a computation of the trace does (seed 001's lazy computations).
+#[derive(Clone)]
+pub(crate) enum Op {
+    /// A par_loop over its space (the whole set, or its core or owned part).
+    Loop,
+    /// HaloSend(d): the record's loop packs the owned values of `d` that neighbours need into
+    /// `packed`; once it has run, they are read back and sent.
+    HaloSend {
+        dat: Rc<DataInner>,
+        packed: Rc<DataInner>,
+    },
+    /// HaloRecv(d): writes the values the neighbours sent (for the HaloSend `send`) into
+    /// `d`'s halo.
+    HaloRecv { dat: Rc<DataInner>, send: u64 },
+    /// A Global's reduction over the ranks begins: this rank's value (`local`) is read back.
+    ReduceBegin { local: Rc<DataInner> },
+    /// The reduction ends: the ranks' values are combined into `global` (for `Inc`, `local`
+    /// is this rank's increment, added to `global`; for `Min`/`Max` they are one Global).
+    ReduceEnd {
+        global: Rc<DataInner>,
+        local: Rc<DataInner>,
+        access: crate::types::Access,
+    },
+}
+
+/// One recorded computation: a par_loop, or a halo exchange's or a reduction's half.
 pub struct LoopRecord {
     /// Program order.
     pub seq: u64,
@@ -91,6 +116,7 @@ pub struct LoopRecord {
     pub consts: Vec<(String, ConstValue)>,
     pub reads: AccessSet,
     pub writes: AccessSet,
+    pub(crate) op: Op,
 }
 
 impl LoopRecord {
@@ -103,17 +129,44 @@ impl LoopRecord {
             self.site.line()
         )
     }
-    /// Read and write sets of a loop's arguments (INC counts as both).
+    /// Seed 001's label: `res_calc[core,owned]`, `res_calc[core]`, `HaloSend(q)`, ...
+    pub fn label(&self) -> String {
+        let name = self.kernel.name().replace('"', "'");
+        match &self.op {
+            Op::Loop => match &self.space {
+                IterSpace::Core(_) => format!("{name}[core]"),
+                IterSpace::Owned(..) => format!("{name}[owned]"),
+                IterSpace::WithExecHalo(_) => format!("{name}[core,owned,exec]"),
+                _ => format!("{name}[core,owned]"),
+            },
+            Op::HaloSend { dat, .. } => format!("HaloSend({})", dat.name),
+            Op::HaloRecv { dat, .. } => format!("HaloRecv({})", dat.name),
+            Op::ReduceBegin { local } => format!("ReductionBegin({})", local.name),
+            Op::ReduceEnd { global, .. } => format!("ReductionEnd({})", global.name),
+        }
+    }
+    /// Whether this computation runs on the device (a loop, or a HaloSend's packing loop).
+    pub fn is_loop(&self) -> bool {
+        matches!(self.op, Op::Loop | Op::HaloSend { .. })
+    }
+    /// Read and write sets of a loop's arguments (INC counts as both), by section (seed
+    /// 001): a loop over core elements reaches core and owned data through its maps; any
+    /// other part of a distributed set may reach every section.
     pub fn access_sets(space: &IterSpace, args: &[Arg]) -> (AccessSet, AccessSet) {
-        let iterated = match space {
-            IterSpace::WithExecHalo(_) => section::CORE | section::OWNED | section::EXEC_HALO,
-            _ => section::CORE | section::OWNED,
+        use section::{ALL, CORE, EXEC_HALO, OWNED};
+        let distributed = space.set().halo().is_some();
+        let (iterated, reached) = match space {
+            IterSpace::Core(_) => (CORE, CORE | OWNED),
+            IterSpace::Owned(_, exec) => (OWNED | if *exec { EXEC_HALO } else { 0 }, ALL),
+            IterSpace::WithExecHalo(_) => (CORE | OWNED | EXEC_HALO, ALL),
+            _ if distributed => (CORE | OWNED, ALL),
+            _ => (CORE | OWNED, CORE | OWNED | EXEC_HALO),
         };
         let (mut r, mut w) = (AccessSet::new(), AccessSet::new());
         for a in args {
             let mask = match a.via {
                 Via::Direct => iterated,
-                Via::Map(..) | Via::MapAll(..) => iterated | section::EXEC_HALO,
+                Via::Map(..) | Via::MapAll(..) => reached,
                 Via::Global => section::ALL,
             };
             if a.access.reads() {
@@ -149,6 +202,12 @@ fn conflict(a_reads: &AccessSet, a_writes: &AccessSet, c: &LoopRecord) -> Option
     hit("read-after-write", a_reads.meet(&c.writes))
         .or_else(|| hit("write-after-read", a_writes.meet(&c.reads)))
         .or_else(|| hit("write-after-write", a_writes.meet(&c.writes)))
+}
+
+/// Whether `later` must run after `earlier` (a read-after-write, write-after-read or
+/// write-after-write on some section).
+pub fn depends(later: &LoopRecord, earlier: &LoopRecord) -> bool {
+    conflict(&later.reads, &later.writes, earlier).is_some()
 }
 
 impl Trace {
@@ -299,12 +358,7 @@ impl Trace {
         let mut has_succ: BTreeSet<u64> = BTreeSet::new();
         let dag = self.dag();
         for c in &self.pending {
-            let _ = writeln!(
-                s,
-                "  c{} [label=\"{}[core,owned]\"];",
-                c.seq,
-                c.kernel.name().replace('"', "'"),
-            );
+            let _ = writeln!(s, "  c{} [label=\"{}\"];", c.seq, c.label());
         }
         for (c, d) in self.pending.iter().zip(&dag) {
             if d.is_empty() {
@@ -331,10 +385,11 @@ impl Trace {
 pub fn live_mask(loops: &[Rc<LoopRecord>], mut read_later: BTreeSet<u64>) -> Vec<bool> {
     let mut keep = vec![false; loops.len()];
     for (k, lp) in loops.iter().enumerate().rev() {
-        let live = lp
-            .args
-            .iter()
-            .any(|a| a.access.writes() && (a.data.alive.get() || read_later.contains(&a.data.id)));
+        // Exchanges and reductions are collective: every rank runs them.
+        let live = !matches!(lp.op, Op::Loop)
+            || lp.args.iter().any(|a| {
+                a.access.writes() && (a.data.alive.get() || read_later.contains(&a.data.id))
+            });
         if live {
             keep[k] = true;
             read_later.extend(lp.reads.ids());

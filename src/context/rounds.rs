@@ -1,0 +1,232 @@
+//! The force-time schedule of a trace that holds halo exchanges and reductions (seed 001):
+//! rounds, each of
+//!
+//! 1. every loop whose dependencies have run, except those that wait for a HaloRecv or a
+//!    reduction's end, splits into the HaloSends' packing loops with what they need (one
+//!    submission, the packed values read back) and the rest, the core work (a second
+//!    submission, not waited for);
+//! 2. while the device runs the core work, the packed values go to the neighbours and theirs
+//!    arrive (non-blocking sends and receives, then a wait for all);
+//! 3. the HaloRecvs that can run write the received values into the halos.
+//!
+//! A round that finds no loop to run runs what waits on the host instead: HaloRecvs whose
+//! messages came in an earlier force, reduction begins (the rank's value is read back) and
+//! ends (the values are combined over the ranks), so a reduction ends only when a loop or the
+//! host needs it. Fusion applies inside each submission; no fused group straddles an
+//! exchange. Every rank runs the same rounds, so the messages match.
+
+use super::*;
+use crate::runtime::exec::combine_bits;
+
+impl Context {
+    pub(super) async fn run_rounds(
+        &self,
+        loops: &[Rc<LoopRecord>],
+        readback: &[Rc<DataInner>],
+        still_pending: BTreeSet<u64>,
+    ) -> (String, Result<()>) {
+        let mut text = String::new();
+        let result = self.rounds(loops, readback, still_pending, &mut text).await;
+        (text, result)
+    }
+
+    async fn rounds(
+        &self,
+        loops: &[Rc<LoopRecord>],
+        readback: &[Rc<DataInner>],
+        still_pending: BTreeSet<u64>,
+        text: &mut String,
+    ) -> Result<()> {
+        let n = loops.len();
+        let deps: Vec<Vec<usize>> = (0..n)
+            .map(|k| {
+                (0..k)
+                    .filter(|&j| crate::trace::depends(&loops[k], &loops[j]))
+                    .collect()
+            })
+            .collect();
+        let mut done = vec![false; n];
+        let mut round = 0;
+        while done.iter().any(|d| !d) {
+            // Loops that wait for nothing the host does.
+            let mut avail = vec![false; n];
+            for k in 0..n {
+                avail[k] =
+                    !done[k] && loops[k].is_loop() && deps[k].iter().all(|&j| done[j] || avail[j]);
+            }
+            if !avail.iter().any(|&a| a) {
+                let ready: Vec<usize> = (0..n)
+                    .filter(|&k| !done[k] && deps[k].iter().all(|&j| done[j]))
+                    .collect();
+                if ready.is_empty() {
+                    return Err(Error::Usage(
+                        "internal: the distributed schedule found nothing to run".into(),
+                    ));
+                }
+                for k in ready {
+                    self.host_step(&loops[k], text).await?;
+                    done[k] = true;
+                }
+                continue;
+            }
+            round += 1;
+            // The sends and everything they need go first.
+            let mut first = vec![false; n];
+            for k in (0..n).rev() {
+                if avail[k] && (first[k] || matches!(loops[k].op, Op::HaloSend { .. })) {
+                    first[k] = true;
+                    deps[k].iter().for_each(|&j| first[j] |= avail[j]);
+                }
+            }
+            let part = |sel: &dyn Fn(usize) -> bool| -> Vec<Rc<LoopRecord>> {
+                (0..n)
+                    .filter(|&k| sel(k))
+                    .map(|k| loops[k].clone())
+                    .collect()
+            };
+            let pack = part(&|k| first[k]);
+            let core = part(&|k| avail[k] && !first[k]);
+            let sends: Vec<(Rc<DataInner>, Rc<DataInner>, u64)> = pack
+                .iter()
+                .filter_map(|l| match &l.op {
+                    Op::HaloSend { dat, packed } => Some((dat.clone(), packed.clone(), l.seq)),
+                    _ => None,
+                })
+                .collect();
+            // What later computations (and the rest of the trace) read, for the fuser.
+            let later = |after_core: bool| -> BTreeSet<u64> {
+                let mut r = still_pending.clone();
+                for k in (0..n).filter(|&k| !done[k] && !first[k] && (!avail[k] || !after_core)) {
+                    r.extend(loops[k].reads.ids());
+                }
+                r
+            };
+            let packed: Vec<Rc<DataInner>> = sends.iter().map(|s| s.1.clone()).collect();
+            let (e1, r1) = self.run_groups(&pack, &packed, later(false)).await;
+            r1?;
+            let (e2, r2) = self.run_groups(&core, &[], later(true)).await;
+            r2?;
+            let names =
+                |v: &[Rc<LoopRecord>]| v.iter().map(|l| l.label()).collect::<Vec<_>>().join(", ");
+            let _ = if sends.is_empty() {
+                writeln!(text, "round {round}: [{}], no exchange", names(&core))
+            } else {
+                writeln!(
+                    text,
+                    "round {round}: first [{}]; then, while the messages travel, [{}]",
+                    names(&pack),
+                    names(&core)
+                )
+            };
+            for e in [e1, e2].iter().filter(|e| !e.is_empty()) {
+                text.extend(e.lines().map(|l| format!("  {l}\n")));
+            }
+            let core_done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            if !core.is_empty() {
+                let flag = core_done.clone();
+                self.0.gpu.queue.on_submitted_work_done(move || {
+                    flag.store(true, std::sync::atomic::Ordering::SeqCst)
+                });
+            }
+            (0..n).filter(|&k| avail[k]).for_each(|k| done[k] = true);
+            if sends.is_empty() {
+                continue;
+            }
+            self.send_and_receive(&sends)?;
+            if !core.is_empty() {
+                #[cfg(not(target_arch = "wasm32"))]
+                let _ = self.0.gpu.device.poll(wgpu::PollType::Poll);
+                let hidden = core_done.load(std::sync::atomic::Ordering::SeqCst);
+                let mut st = self.0.rt.borrow_mut();
+                st.stats.halo_overlap_rounds += 1;
+                st.stats.halo_core_first += u64::from(hidden);
+            }
+            // The receives that can run now.
+            for k in 0..n {
+                if !done[k]
+                    && matches!(loops[k].op, Op::HaloRecv { .. })
+                    && deps[k].iter().all(|&j| done[j])
+                {
+                    self.host_step(&loops[k], text).await?;
+                    done[k] = true;
+                }
+            }
+        }
+        runtime::exec::run(&self.0, &[], readback).await
+    }
+
+    /// Sends each HaloSend's packed values (read back already) and keeps what the neighbours
+    /// sent for the matching HaloRecv.
+    fn send_and_receive(&self, sends: &[(Rc<DataInner>, Rc<DataInner>, u64)]) -> Result<()> {
+        let t0 = crate::util::now_ms();
+        for (dat, packed, seq) in sends {
+            let halo = dat
+                .set
+                .as_ref()
+                .and_then(|s| s.halo())
+                .expect("HaloSend on a distributed Dat");
+            let words = packed.host.borrow().clone();
+            packed.alive.set(false);
+            let (msgs, recvs) = dist::messages(halo, dat.dim, &words);
+            let got = self.0.comm.exchange(&msgs, &recvs)?;
+            let set = dat.set.as_ref().expect("a Dat");
+            let (_, halo_words) = dist::halo_words(halo, set, dat.dim, got);
+            self.0.received.borrow_mut().insert(*seq, halo_words);
+            let mut st = self.0.rt.borrow_mut();
+            st.stats.halo_exchanges += 1;
+            st.stats.halo_messages += msgs.len() as u64;
+            st.stats.halo_bytes += 4 * msgs.iter().map(|s| s.1.len() as u64).sum::<u64>();
+        }
+        let delay = self.0.recv_delay_ms.get();
+        if delay > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(delay));
+        }
+        self.0.rt.borrow_mut().stats.halo_ns += ((crate::util::now_ms() - t0) * 1e6) as u64;
+        Ok(())
+    }
+
+    /// Runs one computation that happens on the host.
+    async fn host_step(&self, c: &LoopRecord, text: &mut String) -> Result<()> {
+        let _ = writeln!(text, "host: {}", c.label());
+        match &c.op {
+            Op::Loop | Op::HaloSend { .. } => unreachable!("loops run on the device"),
+            Op::HaloRecv { dat, send } => {
+                let words = self.0.received.borrow_mut().remove(send).ok_or_else(|| {
+                    Error::Usage(format!("internal: no values received for {}", c.label()))
+                })?;
+                let start = dat.set.as_ref().map_or(0, |s| s.size() * dat.dim);
+                self.write_now(dat, start, &words)?;
+                if dat.halo_recv.get() == c.seq {
+                    dat.halo_recv.set(0);
+                }
+            }
+            Op::ReduceBegin { local } => {
+                runtime::exec::run(&self.0, &[], std::slice::from_ref(local)).await?;
+            }
+            Op::ReduceEnd {
+                global,
+                local,
+                access,
+            } => {
+                let want = [local.clone(), global.clone()];
+                runtime::exec::run(&self.0, &[], &want).await?;
+                local.ensure_host_zeros();
+                global.ensure_host_zeros();
+                let mut words = local.host.borrow().clone();
+                self.0.comm.all_reduce(global.dtype, *access, &mut words);
+                if *access == Access::Inc {
+                    let g = global.host.borrow();
+                    for (w, &old) in words.iter_mut().zip(g.iter()) {
+                        *w = combine_bits(global.dtype, Access::Inc, old, *w);
+                    }
+                }
+                *global.host.borrow_mut() = words;
+                global.host_valid.set(true);
+                global.device_valid.set(false);
+                local.alive.set(false);
+                self.0.rt.borrow_mut().stats.global_reductions += 1;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,75 @@
+//! Runs a worker test of the calling test binary under `mpirun` (Open MPI).
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Runs the worker test `worker` on `np` ranks; returns what rank 0 wrote.
+pub fn mpirun(np: usize, worker: &str, partitioner: &str) -> Vec<f32> {
+    mpirun_env(np, worker, &[("MPI_TEST_PARTITIONER", partitioner)])
+}
+
+/// Runs the worker test `worker` on `np` ranks with extra environment variables; returns
+/// what rank 0 wrote.
+pub fn mpirun_env(np: usize, worker: &str, env: &[(&str, &str)]) -> Vec<f32> {
+    // Tests of one binary run in parallel: each run writes its own file.
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out = std::env::temp_dir().join(format!(
+        "parloop-mpi-{worker}-{np}-{}-{run}.bin",
+        std::process::id()
+    ));
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new("mpirun")
+        .args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-np",
+            &np.to_string(),
+        ])
+        .arg(&exe)
+        .args([
+            "--exact",
+            worker,
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("MPI_TEST_OUT", &out)
+        .envs(env.iter().copied())
+        .spawn()
+        .expect("mpirun (Open MPI) on the PATH");
+    // A rank that panics aborts (see `out_path`), which ends the job; a hang is still
+    // possible in principle, so the run has a deadline.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("mpirun -np {np} {worker} ran past 300 s: killed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(
+        status.success(),
+        "mpirun -np {np} {worker} failed: {status}"
+    );
+    let bytes = std::fs::read(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    bytemuck::cast_slice(&bytes).to_vec()
+}
+
+/// In a worker (under mpirun): where rank 0 writes its result. A panic on one rank aborts
+/// the process, so that mpirun ends the job instead of leaving the other ranks waiting in a
+/// collective.
+pub fn out_path() -> Option<PathBuf> {
+    let out = std::env::var_os("MPI_TEST_OUT").map(PathBuf::from)?;
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default(info);
+        std::process::abort();
+    }));
+    Some(out)
+}
