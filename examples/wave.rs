@@ -149,16 +149,14 @@ fn run(a: Args) -> Result<()> {
         let v = w.vertices.sections();
         eprintln!(
             "rank {} of {}: vertices {} owned + {} halo, cells {} owned + {} exec halo; per \
-             step: {:.2} exchanges, {:.2} messages, {:.0} bytes sent",
+             step: {}",
             comm.rank(),
             comm.size(),
             v.core + v.owned,
             v.exec_halo + v.nonexec_halo,
             w.cells.size(),
             w.cells.sections().exec_halo,
-            per_step(after.halo_exchanges - before.halo_exchanges),
-            per_step(after.halo_messages - before.halo_messages),
-            per_step(after.halo_bytes - before.halo_bytes)
+            after.halo_report(&before, steps as f64, wall)
         );
     }
     let checksum = w.p.gather()?;

@@ -182,6 +182,22 @@ fn simplify_worker() {
         explain2.contains("1 because the halo was current (early halo skip), 0 because"),
         "{explain2}"
     );
+    // A reduction ends only when its value is needed: forcing other data leaves it open.
+    let total = ctx.global("total", &[0.0f32]).unwrap();
+    let sum = Kernel::new(
+        "sum",
+        "fn sum(w: ptr<function, array<f32, 1>>, t: ptr<function, array<f32, 1>>) { \
+         (*t)[0] = (*w)[0]; }",
+    );
+    ctx.par_loop(&sum, &cells, &[outs[2].read(), total.inc()])
+        .unwrap();
+    ctx.par_loop(&bump, &nodes, &[v.rw()]).unwrap();
+    let r0 = ctx.stats().global_reductions;
+    let _ = v.gather().unwrap();
+    assert_eq!(ctx.stats().global_reductions, r0);
+    // Cell c holds c + 1.5: the sum over 60 cells is 1860.
+    assert_eq!(total.value().unwrap(), [1860.0]);
+    assert_eq!(ctx.stats().global_reductions, r0 + 1);
     if let (Some(g0), Some(g1), Some(g2)) = (g0, g1, g2) {
         // After the bump v[i] = i + 1, so cell c averages c + 1 and c + 2.
         let want: Vec<f32> = (0..n).map(|c| c as f32 + 1.5).collect();

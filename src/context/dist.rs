@@ -233,6 +233,7 @@ impl Context {
                 net.clone(),
                 Op::ReduceBegin {
                     local: local.clone(),
+                    access,
                 },
                 site,
             )?;

@@ -46,6 +46,8 @@ pub(crate) struct Inner {
     /// Lazy mode: values received for HaloSends whose HaloRecv has not run yet (by the
     /// HaloSend's seq).
     pub received: RefCell<std::collections::HashMap<u64, Vec<u32>>>,
+    /// Lazy mode: Global reductions begun and not yet ended (by the partial value's id).
+    pub reductions: RefCell<std::collections::HashMap<u64, crate::dist::Reduction>>,
     /// Test hook: milliseconds to wait before completing each round's receives.
     pub recv_delay_ms: std::cell::Cell<u64>,
     /// The halo skip counters at the last force (explain() reports what changed since).
@@ -139,6 +141,7 @@ impl Context {
             packers: RefCell::new(std::collections::HashMap::new()),
             dist_loops: std::cell::Cell::new(0),
             received: RefCell::new(std::collections::HashMap::new()),
+            reductions: RefCell::new(std::collections::HashMap::new()),
             recv_delay_ms: std::cell::Cell::new(0),
             halo_counts: std::cell::Cell::new((0, 0)),
         })))

@@ -10,9 +10,9 @@
 //! 3. the HaloRecvs that can run write the received values into the halos.
 //!
 //! A round that finds no loop to run runs what waits on the host instead: HaloRecvs whose
-//! messages came in an earlier force, reduction begins (the rank's value is read back) and
-//! ends (the values are combined over the ranks), so a reduction ends only when a loop or the
-//! host needs it. Fusion applies inside each submission; no fused group straddles an
+//! messages came in an earlier force, reduction begins (the rank's value is read back and a
+//! non-blocking allreduce starts) and ends (it is waited for and the result added to the
+//! Global), so a reduction ends only when a loop or the host needs it. Fusion applies inside each submission; no fused group straddles an
 //! exchange. Every rank runs the same rounds, so the messages match.
 
 use super::*;
@@ -132,14 +132,19 @@ impl Context {
             if sends.is_empty() {
                 continue;
             }
+            let t0 = crate::util::now_ms();
             self.send_and_receive(&sends)?;
+            let took = ((crate::util::now_ms() - t0) * 1e6) as u64;
             if !core.is_empty() {
                 #[cfg(not(target_arch = "wasm32"))]
                 let _ = self.0.gpu.device.poll(wgpu::PollType::Poll);
-                let hidden = core_done.load(std::sync::atomic::Ordering::SeqCst);
+                let done_first = core_done.load(std::sync::atomic::Ordering::SeqCst);
                 let mut st = self.0.rt.borrow_mut();
                 st.stats.halo_overlap_rounds += 1;
-                st.stats.halo_core_first += u64::from(hidden);
+                st.stats.halo_core_first += u64::from(done_first);
+                if !done_first {
+                    st.stats.halo_hidden_ns += took;
+                }
             }
             // The receives that can run now.
             for k in 0..n {
@@ -200,21 +205,28 @@ impl Context {
                     dat.halo_recv.set(0);
                 }
             }
-            Op::ReduceBegin { local } => {
+            Op::ReduceBegin { local, access } => {
+                // This rank's value is read back and the non-blocking allreduce starts; its
+                // end waits for it only when a loop or the host needs the Global.
                 runtime::exec::run(&self.0, &[], std::slice::from_ref(local)).await?;
+                local.ensure_host_zeros();
+                let words = local.host.borrow().clone();
+                let r = self.0.comm.start_all_reduce(local.dtype, *access, &words);
+                self.0.reductions.borrow_mut().insert(local.id, r);
             }
             Op::ReduceEnd {
                 global,
                 local,
                 access,
             } => {
-                let want = [local.clone(), global.clone()];
-                runtime::exec::run(&self.0, &[], &want).await?;
-                local.ensure_host_zeros();
-                global.ensure_host_zeros();
-                let mut words = local.host.borrow().clone();
-                self.0.comm.all_reduce(global.dtype, *access, &mut words);
+                let r = self.0.reductions.borrow_mut().remove(&local.id);
+                let r = r.ok_or_else(|| {
+                    Error::Usage(format!("internal: {} before its begin", c.label()))
+                })?;
+                let mut words = r.finish();
                 if *access == Access::Inc {
+                    runtime::exec::run(&self.0, &[], std::slice::from_ref(global)).await?;
+                    global.ensure_host_zeros();
                     let g = global.host.borrow();
                     for (w, &old) in words.iter_mut().zip(g.iter()) {
                         *w = combine_bits(global.dtype, Access::Inc, old, *w);

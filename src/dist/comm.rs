@@ -183,6 +183,46 @@ impl Comm {
         }
     }
 
+    /// Starts combining a Global's words over all ranks (as [`Comm::all_reduce`]) without
+    /// waiting: MPI's non-blocking allreduce. [`Reduction::finish`] waits and gives the result.
+    #[cfg_attr(not(feature = "mpi"), allow(unused_variables))]
+    pub(crate) fn start_all_reduce(
+        &self,
+        dtype: DType,
+        access: Access,
+        words: &[u32],
+    ) -> Reduction {
+        match &*self.0 {
+            Inner::Single => Reduction(Some(Box::new({
+                let words = words.to_vec();
+                move || words
+            }))),
+            #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
+            Inner::Mpi { world, .. } => {
+                use mpi::collective::SystemOperation;
+                let op = match access {
+                    Access::Min => SystemOperation::min(),
+                    Access::Max => SystemOperation::max(),
+                    _ => SystemOperation::sum(),
+                };
+                Reduction(Some(match dtype {
+                    DType::F32 => start_typed(
+                        world,
+                        words.iter().map(|&w| f32::from_bits(w)).collect(),
+                        op,
+                        f32::to_bits,
+                    ),
+                    DType::I32 => {
+                        start_typed(world, words.iter().map(|&w| w as i32).collect(), op, |v| {
+                            v as u32
+                        })
+                    }
+                    DType::U32 => start_typed(world, words.to_vec(), op, |v| v),
+                }))
+            }
+        }
+    }
+
     /// Every rank's words on rank 0 (in rank order); None on the other ranks.
     pub(crate) fn gather(&self, words: &[u32]) -> Option<Vec<Vec<u32>>> {
         match &*self.0 {
@@ -238,4 +278,55 @@ impl std::fmt::Debug for Comm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Comm(rank {} of {})", self.rank(), self.size())
     }
+}
+
+/// A Global's reduction over the ranks in flight (see [`Comm::start_all_reduce`]). Dropped
+/// unfinished, it still waits for the other ranks (an MPI request must complete).
+pub(crate) struct Reduction(Option<Box<dyn FnOnce() -> Vec<u32>>>);
+
+impl Reduction {
+    /// Waits for the combined words.
+    pub(crate) fn finish(mut self) -> Vec<u32> {
+        self.0.take().map_or_else(Vec::new, |f| f())
+    }
+}
+
+impl Drop for Reduction {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
+}
+
+/// MPI_Iallreduce on buffers that live until the request completes; the returned closure
+/// waits, frees them and converts the result to words.
+#[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
+fn start_typed<T>(
+    world: &mpi::topology::SimpleCommunicator,
+    send: Vec<T>,
+    op: mpi::collective::SystemOperation,
+    back: fn(T) -> u32,
+) -> Box<dyn FnOnce() -> Vec<u32>>
+where
+    T: mpi::datatype::Equivalence + Copy + Default + 'static,
+{
+    use mpi::traits::CommunicatorCollectives;
+    let n = send.len();
+    let send: *mut [T] = Box::into_raw(send.into_boxed_slice());
+    let recv: *mut [T] = Box::into_raw(vec![T::default(); n].into_boxed_slice());
+    // SAFETY: both buffers are heap allocations owned by this function and then by the
+    // closure, which frees them only after the request has completed; nothing else refers to
+    // them while MPI may use them.
+    let request = unsafe {
+        world.immediate_all_reduce_into(mpi::request::StaticScope, &*send, &mut *recv, op)
+    };
+    Box::new(move || {
+        request.wait();
+        // SAFETY: the request has completed and was consumed by `wait`: MPI no longer uses
+        // the buffers and no reference to them remains.
+        let (send, recv) = unsafe { (Box::from_raw(send), Box::from_raw(recv)) };
+        drop(send);
+        recv.iter().map(|&v| back(v)).collect()
+    })
 }

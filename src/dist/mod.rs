@@ -26,6 +26,7 @@ mod kway;
 mod tests;
 
 pub use comm::Comm;
+pub(crate) use comm::Reduction;
 pub use distribute::{Distributed, Distribution, GlobalDat, GlobalMap, GlobalSet, Partitioner};
 
 use crate::data::Sections;

@@ -87,6 +87,10 @@ pub struct Stats {
     /// the last receive completed (the exchange was hidden behind it).
     pub halo_overlap_rounds: u64,
     pub halo_core_first: u64,
+    /// Lazy mode: time of the exchanges (messages sent and received) during which the device
+    /// was still running the round's core work, ns: a lower bound of the exchange time hidden
+    /// (an exchange whose core work finished first counts as not hidden at all).
+    pub halo_hidden_ns: u64,
     /// Messages sent and bytes sent by halo exchanges.
     pub halo_messages: u64,
     pub halo_bytes: u64,
@@ -94,6 +98,42 @@ pub struct Stats {
     pub global_reductions: u64,
     /// Wall time spent in halo exchanges (pack, readback, messages, halo write), ns.
     pub halo_ns: u64,
+}
+
+impl Stats {
+    /// A distributed run's exchanges between `since` and `self`, per `per` iterations (or
+    /// steps), for a report line: exchanges done and not recorded (halo current, or merged
+    /// with an exchange still in the trace), messages and bytes sent (and the messages without
+    /// the simplifications), time in exchanges (share of `wall_s`), rounds that overlapped
+    /// exchanges with core work and the share of exchange time hidden, device memory held.
+    pub fn halo_report(&self, since: &Stats, per: f64, wall_s: f64) -> String {
+        let d = |a: u64, b: u64| (a - b) as f64;
+        let done = d(self.halo_exchanges, since.halo_exchanges);
+        let skipped = d(self.halo_exchanges_skipped, since.halo_exchanges_skipped);
+        let merged = d(self.halo_exchanges_merged, since.halo_exchanges_merged);
+        let messages = d(self.halo_messages, since.halo_messages);
+        let per_exchange = if done > 0.0 { messages / done } else { 0.0 };
+        let ns = d(self.halo_ns, since.halo_ns);
+        let rounds = d(self.halo_overlap_rounds, since.halo_overlap_rounds);
+        let hidden = d(self.halo_hidden_ns, since.halo_hidden_ns);
+        format!(
+            "{:.2} exchanges ({:.2} skipped as current, {:.2} merged), {:.2} messages and {:.0} \
+             bytes sent ({:.2} messages without the simplifications), {:.2} ms in exchanges \
+             ({:.1}% of the time), {:.2} rounds overlapping exchanges with core work (at least \
+             {:.0}% of the exchange time hidden behind it), {:.1} MB of device memory held",
+            done / per,
+            skipped / per,
+            merged / per,
+            messages / per,
+            d(self.halo_bytes, since.halo_bytes) / per,
+            (done + skipped + merged) * per_exchange / per,
+            ns / 1e6 / per,
+            ns / 1e9 / wall_s.max(1e-9) * 100.0,
+            rounds / per,
+            if ns > 0.0 { hidden / ns * 100.0 } else { 0.0 },
+            self.device_bytes as f64 / 1e6
+        )
+    }
 }
 
 /// A built plan and its packed device buffer.

@@ -93,8 +93,12 @@ pub(crate) enum Op {
     /// HaloRecv(d): writes the values the neighbours sent (for the HaloSend `send`) into
     /// `d`'s halo.
     HaloRecv { dat: Rc<DataInner>, send: u64 },
-    /// A Global's reduction over the ranks begins: this rank's value (`local`) is read back.
-    ReduceBegin { local: Rc<DataInner> },
+    /// A Global's reduction over the ranks begins: this rank's value (`local`) is read back
+    /// and a non-blocking allreduce (`access`: sum, min or max) starts.
+    ReduceBegin {
+        local: Rc<DataInner>,
+        access: crate::types::Access,
+    },
     /// The reduction ends: the ranks' values are combined into `global` (for `Inc`, `local`
     /// is this rank's increment, added to `global`; for `Min`/`Max` they are one Global).
     ReduceEnd {
@@ -141,7 +145,7 @@ impl LoopRecord {
             },
             Op::HaloSend { dat, .. } => format!("HaloSend({})", dat.name),
             Op::HaloRecv { dat, .. } => format!("HaloRecv({})", dat.name),
-            Op::ReduceBegin { local } => format!("ReductionBegin({})", local.name),
+            Op::ReduceBegin { local, .. } => format!("ReductionBegin({})", local.name),
             Op::ReduceEnd { global, .. } => format!("ReductionEnd({})", global.name),
         }
     }
