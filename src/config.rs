@@ -134,6 +134,21 @@ pub(crate) fn parse_backends(v: &str) -> Result<wgpu::Backends> {
 impl Config {
     /// Defaults overridden by the `PARLOOP_*` environment variables. An unknown `PARLOOP_*`
     /// variable, or a value a variable does not accept, is an error listing what is accepted.
+    ///
+    /// ```
+    /// use parloop::{Config, Context, Strategy};
+    /// # fn main() -> parloop::Result<()> {
+    /// // The environment's choices, then the program's: here eager mode and global colouring.
+    /// let config = Config {
+    ///     lazy: false,
+    ///     strategy: Strategy::GlobalColour,
+    ///     ..Config::from_env()?
+    /// };
+    /// let ctx = Context::with_config(config)?;
+    /// assert!(!ctx.config().lazy);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn from_env() -> Result<Config> {
         Config::from_vars(std::env::vars())
     }

@@ -27,4 +27,5 @@ pub enum Error {
     Usage(String),
 }
 
+/// parloop's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -27,6 +27,7 @@ impl HostArgs<'_> {
     pub fn get<T: Scalar>(&self, i: usize) -> &[T] {
         bytemuck::cast_slice(&self.values[i])
     }
+    /// Argument `i` as a mutable slice of T: what the host kernel leaves there is the argument's result.
     pub fn get_mut<T: Scalar>(&mut self, i: usize) -> &mut [T] {
         bytemuck::cast_slice_mut(&mut self.values[i])
     }
@@ -47,6 +48,31 @@ pub(crate) struct KernelInner {
 
 /// A kernel: a WGSL function given as source text plus its name, optionally with a host
 /// closure. Cheap to clone.
+///
+/// The WGSL is checked against each loop's arguments when the loop is recorded (types and
+/// array lengths, through naga); errors name the kernel's line.
+///
+/// ```
+/// use parloop::{Context, Kernel, Set};
+/// # fn main() -> parloop::Result<()> {
+/// let ctx = Context::new()?;
+/// let s = Set::new("s", 2);
+/// let v = ctx.dat("v", &s, 2, &[1.0f32, 2.0, 3.0, 4.0])?;
+/// let norm = ctx.dat_zeros::<f32>("norm", &s, 1)?;
+/// // Helper functions may sit beside the kernel; Consts are read by name.
+/// ctx.constant("scale", 10.0f32)?;
+/// let k = Kernel::new("norm1", "
+///     fn sq(a: f32) -> f32 { return a * a; }
+///     fn norm1(v: ptr<function, array<f32, 2>>, n: ptr<function, array<f32, 1>>) {
+///         (*n)[0] = scale * sqrt(sq((*v)[0]) + sq((*v)[1]));
+///     }");
+/// ctx.par_loop(&k, &s, &[v.read(), norm.write()])?;
+/// assert!((norm.data_ro()?[0] - 22.36068).abs() < 1e-4);
+/// // A signature that does not fit the arguments is refused when the loop is recorded.
+/// assert!(ctx.par_loop(&k, &s, &[norm.read(), v.write()]).is_err());
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Kernel(pub(crate) Rc<KernelInner>);
 
@@ -73,12 +99,15 @@ impl Kernel {
             checked: RefCell::new(HashMap::new()),
         }))
     }
+    /// The kernel's name: the WGSL function called per element (and the name in messages).
     pub fn name(&self) -> &str {
         &self.0.name
     }
+    /// The WGSL source (the kernel function and its helpers), if the kernel has one.
     pub fn wgsl(&self) -> Option<&str> {
         self.0.wgsl.as_deref()
     }
+    /// Whether the kernel has a Rust version for the host target.
     pub fn has_host(&self) -> bool {
         self.0.host.is_some()
     }

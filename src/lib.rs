@@ -4,40 +4,45 @@
 //! [`Context::par_loop`]. Nothing runs until the program looks at a result; then the loops that
 //! result needs are grouped, compiled to WGSL compute shaders, and submitted at once.
 //!
-//! The stages, one module each (see ARCHITECTURE.md): [`trace`] (lazy recording) ->
-//! [`graph`] (loop-graph partitioning) -> [`plan`] (mini-partitions and colouring) ->
-//! [`codegen`] (WGSL) -> [`runtime`] (wgpu). [`dist`] distributes a mesh over MPI ranks (feature
-//! `mpi`): each rank runs the same program on its part.
+//! Public modules beside the crate root: [`dist`] distributes a mesh over MPI ranks (feature
+//! `mpi`): each rank runs the same program on its part; [`graph`] is the loop-graph partitioner
+//! and [`plan`] the mini-partitioning and colouring of a loop, both useful on their own (the
+//! `parloop` CLI runs them); [`mesh`] makes and reads meshes; [`apps`] holds the demos'
+//! solvers (wave, Airfoil). The other stages (trace, fusion, code generation, runtime) are
+//! internal; ARCHITECTURE.md maps them.
 
 // Numeric code (kernels in Rust, plans, splines) indexes several arrays with one index, as the
 // formulas do; iterator rewrites would hide that.
 #![allow(clippy::needless_range_loop)]
+#![warn(missing_docs)]
 
 pub mod apps;
-pub mod codegen;
+mod codegen;
 mod config;
 mod context;
-pub mod data;
+mod data;
 pub mod dist;
-pub mod error;
-pub(crate) mod fuse;
+mod error;
+mod fuse;
 pub mod graph;
-pub mod kernel;
+mod kernel;
 pub mod mesh;
 pub mod plan;
-pub mod runtime;
-pub mod trace;
-pub mod types;
+mod runtime;
+mod trace;
+mod types;
+#[doc(hidden)]
 pub mod util;
 
 pub use codegen::Staging;
 pub use config::Config;
 pub use context::Context;
-pub use data::{Arg, ConstValue, Dat, Global, IterSpace, Map, Sections, Set, Subset};
+pub use data::{Arg, ConstValue, Dat, Global, Indirect, IterSpace, Map, Sections, Set, Subset};
 pub use error::{Error, Result};
 pub use kernel::{HostArgs, Kernel};
-pub use runtime::Stats;
+pub use runtime::device::{AdapterChoice, report as adapter_report};
 pub use runtime::lower::Strategy;
+pub use runtime::{Gpu, KernelTime, Stats};
 pub use types::{Access, DType, Scalar};
 
 /// The README's example, compiled and run as a doctest.

@@ -5,12 +5,16 @@ use std::fmt;
 /// The scalar type of a Dat, Global or Const. WGSL has no f64 in browsers, so none here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
+    /// 32-bit float.
     F32,
+    /// 32-bit unsigned integer.
     U32,
+    /// 32-bit signed integer.
     I32,
 }
 
 impl DType {
+    /// The WGSL name of the type.
     pub fn wgsl(self) -> &'static str {
         match self {
             DType::F32 => "f32",
@@ -53,6 +57,7 @@ impl fmt::Display for DType {
 
 /// A scalar type parloop can store: 4 bytes, plain old data.
 pub trait Scalar: bytemuck::Pod + Default + PartialOrd + fmt::Debug + 'static {
+    /// The type's tag.
     const DTYPE: DType;
 }
 impl Scalar for f32 {
@@ -68,17 +73,22 @@ impl Scalar for i32 {
 /// How a par_loop argument uses its data (PyOP2/OP2's access descriptors).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Access {
+    /// Read only.
     Read,
+    /// Written; the old values are not read.
     Write,
+    /// Read and written.
     Rw,
+    /// Incremented (summed).
     Inc,
+    /// Reduced by minimum.
     Min,
+    /// Reduced by maximum.
     Max,
 }
 
-pub use Access::{Inc as INC, Max as MAX, Min as MIN, Read as READ, Rw as RW, Write as WRITE};
-
 impl Access {
+    /// Every access mode.
     pub const ALL: [Access; 6] = [
         Access::Read,
         Access::Write,
@@ -108,6 +118,7 @@ impl Access {
     pub fn stores(self) -> bool {
         matches!(self, Access::Write | Access::Rw)
     }
+    /// OP2's name of the mode (`READ`, `INC`, ...).
     pub fn name(self) -> &'static str {
         match self {
             Access::Read => "READ",

@@ -1,7 +1,7 @@
 //! Airfoil, OP2's standard benchmark: a 2D inviscid Euler finite-volume solver
 //! on the NACA0012 C-grid, marched to steady state by a predictor/corrector loop. The five
 //! kernels in WGSL, the driver, the bytes each kernel moves, and an independent plain-Rust
-//! implementation ([`reference`]) in f32 or f64.
+//! implementation ([`reference`](mod@reference)) in f32 or f64.
 
 use crate::mesh::airfoil::AirfoilMesh;
 use crate::{Context, Dat, Global, Kernel, Map, Result, Set};
@@ -101,10 +101,15 @@ fn update_rms(qold: ptr<function, array<f32, 4>>, q: ptr<function, array<f32, 4>
 /// Airfoil's constants, computed as the original does from single-precision literals.
 #[derive(Clone, Copy, Debug)]
 pub struct Constants<T> {
+    /// Ratio of specific heats (1.4).
     pub gam: T,
+    /// gam - 1.
     pub gm1: T,
+    /// CFL number of the local time step.
     pub cfl: T,
+    /// Artificial dissipation coefficient.
     pub eps: T,
+    /// The far-field state (density, momentum x and y, energy).
     pub qinf: [T; 4],
 }
 
@@ -193,21 +198,37 @@ impl Globals {
 
 /// The solver's data on a context.
 pub struct Airfoil {
+    /// The context the solver runs on.
     pub ctx: Context,
+    /// Mesh nodes.
     pub nodes: Set,
+    /// Quadrilateral cells.
     pub cells: Set,
+    /// Interior edges.
     pub edges: Set,
+    /// Boundary edges.
     pub bedges: Set,
+    /// Cell -> its 4 nodes.
     pub pcell: Map,
+    /// Edge -> its 2 nodes.
     pub pedge: Map,
+    /// Edge -> its 2 cells.
     pub pecell: Map,
+    /// Boundary edge -> its 2 nodes.
     pub pbedge: Map,
+    /// Boundary edge -> its cell.
     pub pbecell: Map,
+    /// Node coordinates (dim 2).
     pub x: Dat<f32>,
+    /// The flow state per cell (dim 4).
     pub q: Dat<f32>,
+    /// The state at the start of the iteration (dim 4).
     pub qold: Dat<f32>,
+    /// The local time step per cell.
     pub adt: Dat<f32>,
+    /// The residual per cell (dim 4), accumulated by res_calc and bres_calc.
     pub res: Dat<f32>,
+    /// Each boundary edge's type (1: wall, 2: far field).
     pub bound: Dat<i32>,
     /// On a distributed run: the edge cut of the cells' partition and the distribution's
     /// time in milliseconds.
@@ -407,9 +428,13 @@ pub mod reference {
         + Div<Output = Self>
         + Neg<Output = Self>
     {
+        /// The value of an f64 constant in this type.
         fn of(v: f64) -> Self;
+        /// Square root.
         fn sqrt(self) -> Self;
+        /// Absolute value.
         fn abs(self) -> Self;
+        /// The value as f64.
         fn to_f64(self) -> f64;
     }
     impl Real for f32 {
@@ -443,15 +468,20 @@ pub mod reference {
 
     /// The solver state: q, qold, adt, res per cell.
     pub struct State<T> {
+        /// The flow state per cell.
         pub q: Vec<[T; 4]>,
+        /// The state at the start of the iteration.
         pub qold: Vec<[T; 4]>,
+        /// The local time step per cell.
         pub adt: Vec<T>,
+        /// The residual per cell.
         pub res: Vec<[T; 4]>,
         c: Constants<T>,
         x: Vec<[T; 2]>,
     }
 
     impl<T: Real> State<T> {
+        /// The far-field state on every cell of `m`, as the GPU solver starts.
         pub fn new(m: &AirfoilMesh, c: Constants<T>) -> State<T> {
             let nc = m.cells.len();
             let zero = T::of(0.0);

@@ -7,7 +7,7 @@
 //! ```
 //!
 //! with K the P1 stiffness matrix (the integral of grad v . grad phi). Shared by
-//! `examples/wave.rs`, the browser demo and the tests; [`reference`] is an independent
+//! `examples/wave.rs`, the browser demo and the tests; [`reference`](mod@reference) is an independent
 //! plain-Rust implementation of the same scheme in f64.
 
 use crate::mesh::{TriMesh, unit_square};
@@ -93,16 +93,27 @@ struct Kernels {
 
 /// The wave simulation on a context.
 pub struct Wave {
+    /// The context the simulation runs on.
     pub ctx: Context,
+    /// The triangle mesh (on a distributed run: the whole mesh, for output on rank 0).
     pub mesh: TriMesh,
+    /// Mesh vertices (P1 degrees of freedom).
     pub vertices: Set,
+    /// Triangles.
     pub cells: Set,
+    /// Cell -> its 3 vertices.
     pub c2v: Map,
+    /// Vertex coordinates (dim 2).
     pub coords: Dat<f32>,
+    /// The pressure-like field p per vertex.
     pub p: Dat<f32>,
+    /// The potential phi per vertex.
     pub phi: Dat<f32>,
+    /// The stiffness action, assembled each step (a temporary).
     pub t1: Dat<f32>,
+    /// The lumped mass per vertex.
     pub mass: Dat<f32>,
+    /// The time step.
     pub dt: f32,
     /// Steps recorded so far.
     pub steps: u64,
@@ -119,6 +130,7 @@ impl Wave {
         Wave::on_mesh(ctx, mesh, dt)
     }
 
+    /// The simulation on a given triangle mesh (initial values and mass as [`Wave::new`]).
     pub fn on_mesh(ctx: &Context, mesh: TriMesh, dt: f32) -> Result<Wave> {
         let vertices = Set::new("vertices", mesh.nvertices());
         let cells = Set::new("cells", mesh.ncells());
@@ -261,10 +273,12 @@ impl Wave {
     }
 
     #[cfg(not(target_arch = "wasm32"))]
+    /// The discrete energy 1/2 p.M p + 1/2 phi.K phi (runs what it needs and reads it back).
     pub fn energy(&self) -> Result<f64> {
         self.record_energy()?;
         Ok(self.energy.value()?[0] as f64)
     }
+    /// [`Wave::energy`] without blocking (what the browser needs).
     pub async fn energy_async(&self) -> Result<f64> {
         self.record_energy()?;
         Ok(self.energy.value_async().await?[0] as f64)
@@ -304,8 +318,11 @@ pub mod reference {
 
     /// The state of the reference solver.
     pub struct State {
+        /// p per vertex.
         pub p: Vec<f64>,
+        /// phi per vertex.
         pub phi: Vec<f64>,
+        /// The lumped mass per vertex.
         pub mass: Vec<f64>,
         geo: Vec<(f64, [[f64; 2]; 3])>,
         cells: Vec<[u32; 3]>,
@@ -313,6 +330,7 @@ pub mod reference {
     }
 
     impl State {
+        /// The initial state on mesh `m` (as the GPU version starts).
         pub fn new(m: &TriMesh) -> State {
             let geo = geometry(m);
             let mut mass = vec![0.0; m.nvertices()];
@@ -342,6 +360,7 @@ pub mod reference {
             s
         }
 
+        /// One time step of `dt` (the same five updates as [`super::Wave::step`]).
         pub fn step(&mut self, dt: f64) {
             for (phi, p) in self.phi.iter_mut().zip(&self.p) {
                 *phi -= 0.5 * dt * p;

@@ -109,12 +109,10 @@ mod cli {
     fn run(command: Command) -> Result<String, String> {
         match command {
             Command::Info => {
-                let choice = parloop::runtime::AdapterChoice::parse(
+                let choice = parloop::AdapterChoice::parse(
                     &std::env::var("PARLOOP_ADAPTER").unwrap_or_default(),
                 );
-                Ok(pollster::block_on(parloop::runtime::device::report(
-                    &choice,
-                )))
+                Ok(pollster::block_on(parloop::adapter_report(&choice)))
             }
             Command::Plan {
                 mesh,

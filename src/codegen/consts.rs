@@ -11,8 +11,6 @@ use crate::data::ConstValue;
 use crate::types::DType;
 use std::collections::HashSet;
 
-/// Words of uniform data the fixed parameters take (`PlParams` before `c`).
-pub const FIXED_WORDS: usize = 8;
 /// The most Const words one loop group may carry (16 KiB of uniform data).
 pub const MAX_WORDS: usize = 4096;
 

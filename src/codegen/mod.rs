@@ -22,6 +22,7 @@ use crate::types::{Access, DType};
 use std::fmt::Write;
 
 /// Generates the WGSL module of a group.
+#[cfg(test)]
 pub fn generate(g: &GroupIr) -> String {
     generate_checked(g).0
 }

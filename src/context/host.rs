@@ -90,11 +90,30 @@ impl DataInner {
 
 impl<T: Scalar> Dat<T> {
     /// Current values for reading: runs the pending loops that write this Dat, reads it back.
+    ///
+    /// ```
+    /// use parloop::{Context, Kernel, Set};
+    /// # fn main() -> parloop::Result<()> {
+    /// let ctx = Context::new()?;
+    /// let s = Set::new("s", 3);
+    /// let mut a = ctx.dat("a", &s, 1, &[1i32, 2, 3])?;
+    /// let sum = ctx.global("sum", &[0i32])?;
+    /// let k = Kernel::new("add", "fn add(a: ptr<function, array<i32, 1>>, t: ptr<function, array<i32, 1>>) { (*t)[0] = (*a)[0]; }");
+    /// ctx.par_loop(&k, &s, &[a.read(), sum.inc()])?;
+    /// assert_eq!(sum.value()?, [6]); // forces the loop
+    /// a.data()?[0] = 10; // host writes: later loops see them
+    /// ctx.par_loop(&k, &s, &[a.read(), sum.inc()])?;
+    /// assert_eq!(sum.value()?, [21]);
+    /// assert_eq!(&*a.data_ro()?, &[10, 2, 3]);
+    /// # Ok(())
+    /// # }
+    /// ```
     #[cfg(not(target_arch = "wasm32"))]
     pub fn data_ro(&self) -> Result<Ref<'_, [T]>> {
         pollster::block_on(self.inner.sync_host(false))?;
         self.inner.read_guard()
     }
+    /// [`Dat::data_ro`] without blocking (what the browser needs).
     pub async fn data_ro_async(&self) -> Result<Ref<'_, [T]>> {
         self.inner.sync_host(false).await?;
         self.inner.read_guard()
@@ -106,6 +125,7 @@ impl<T: Scalar> Dat<T> {
         pollster::block_on(self.inner.sync_host(true))?;
         self.inner.write_guard()
     }
+    /// [`Dat::data`] without blocking (what the browser needs).
     pub async fn data_async(&mut self) -> Result<RefMut<'_, [T]>> {
         self.inner.sync_host(true).await?;
         self.inner.write_guard()
@@ -219,6 +239,7 @@ impl<T: Scalar> Global<T> {
     pub fn value(&self) -> Result<Vec<T>> {
         pollster::block_on(self.value_async())
     }
+    /// [`Global::value`] without blocking (what the browser needs).
     pub async fn value_async(&self) -> Result<Vec<T>> {
         self.inner.sync_host(false).await?;
         Ok(self.inner.read_guard::<T>()?.to_vec())

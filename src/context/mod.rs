@@ -73,6 +73,23 @@ impl Inner {
 }
 
 /// A GPU device with a lazy trace of par_loops. Cheap to clone (shared).
+///
+/// Everything starts here: make data on sets, record loops, read results (which runs what
+/// they need).
+///
+/// ```
+/// use parloop::{Context, Kernel, Set};
+/// # fn main() -> parloop::Result<()> {
+/// let ctx = Context::new()?; // the adapter PARLOOP_ADAPTER chooses, else the best one
+/// let cells = Set::new("cells", 3);
+/// let u = ctx.dat("u", &cells, 1, &[1.0f32, 2.0, 3.0])?;
+/// let double = Kernel::new("double", "fn double(u: ptr<function, array<f32, 1>>) { (*u)[0] *= 2.0; }");
+/// ctx.par_loop(&double, &cells, &[u.rw()])?; // recorded, not run
+/// assert_eq!(ctx.pending(), 1);
+/// assert_eq!(&*u.data_ro()?, &[2.0, 4.0, 6.0]); // runs the loop, reads back
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Context(pub(crate) Rc<Inner>);
 
@@ -102,6 +119,7 @@ impl Context {
         Context::with_config(Config::from_env()?)
     }
     #[cfg(not(target_arch = "wasm32"))]
+    /// Opens the adapter `config` chooses (natively; in the browser use [`Context::new_async`]).
     pub fn with_config(config: Config) -> Result<Context> {
         pollster::block_on(Context::new_async(config))
     }
@@ -110,6 +128,7 @@ impl Context {
     pub fn with_comm(config: Config, comm: &crate::dist::Comm) -> Result<Context> {
         pollster::block_on(Context::open(config, comm.clone()))
     }
+    /// Opens the adapter `config` chooses, without blocking (what the browser needs).
     pub async fn new_async(config: Config) -> Result<Context> {
         Context::open(config, crate::dist::Comm::single()).await
     }
@@ -158,6 +177,7 @@ impl Context {
     pub fn ranks(&self) -> usize {
         self.0.comm.size()
     }
+    /// The configuration this Context was opened with.
     pub fn config(&self) -> &Config {
         &self.0.config
     }
@@ -165,6 +185,7 @@ impl Context {
     pub fn adapter(&self) -> String {
         self.0.gpu.describe()
     }
+    /// The device, its queue and its limits (for rendering from Dats, as the browser demo does).
     pub fn gpu(&self) -> &Gpu {
         &self.0.gpu
     }
@@ -365,6 +386,33 @@ impl Context {
     /// Records a loop of `kernel` over `space` (a Set or Subset) with `args`. Lazy by default:
     /// it runs when a result it affects is needed. Input errors are reported here, naming the
     /// par_loop (kernel, caller's file:line) and the argument.
+    ///
+    /// The kernel is called once per element with one `ptr<function, array<T, N>>` per
+    /// argument, in order (N: the Dat's dim, or arity x dim through all indices of a map).
+    ///
+    /// ```
+    /// use parloop::{Context, Kernel, Map, Set};
+    /// # fn main() -> parloop::Result<()> {
+    /// let ctx = Context::new()?;
+    /// let nodes = Set::new("nodes", 3);
+    /// let edges = Set::new("edges", 2);
+    /// let e2n = Map::new("e2n", &edges, &nodes, 2, &[0, 1, 1, 2])?;
+    /// let len = ctx.dat("len", &edges, 1, &[0.5f32, 1.5])?;
+    /// let mass = ctx.dat_zeros::<f32>("mass", &nodes, 1)?;
+    /// // Each edge gives half its length to each of its nodes; increments through a map are
+    /// // made race-free by the strategy.
+    /// let lump = Kernel::new("lump", "fn lump(l: ptr<function, array<f32, 1>>, m: ptr<function, array<f32, 2>>) {
+    ///     (*m)[0] += 0.5 * (*l)[0];
+    ///     (*m)[1] += 0.5 * (*l)[0];
+    /// }");
+    /// ctx.par_loop(&lump, &edges, &[len.read(), mass.all(&e2n).inc()])?;
+    /// assert_eq!(&*mass.data_ro()?, &[0.25, 1.0, 0.75]);
+    /// // A wrong argument is an error naming the loop and the argument.
+    /// let e = ctx.par_loop(&lump, &edges, &[len.read(), len.inc()]).unwrap_err();
+    /// assert!(e.to_string().contains("par_loop `lump`"), "{e}");
+    /// # Ok(())
+    /// # }
+    /// ```
     #[track_caller]
     pub fn par_loop(
         &self,
@@ -450,6 +498,7 @@ impl Context {
         let all = self.0.trace.borrow_mut().take_all();
         block(self.run(all, &[], "flush"))
     }
+    /// Runs everything pending, without blocking (the browser's [`Context::flush`]).
     pub async fn flush_async(&self) -> Result<()> {
         let all = self.0.trace.borrow_mut().take_all();
         self.run(all, &[], "flush").await

@@ -60,21 +60,27 @@ impl Arg {
 
 macro_rules! access_builders {
     () => {
+        /// The argument read-only: the kernel sees the current values.
         pub fn read(&self) -> Arg {
             self.arg(Access::Read)
         }
+        /// The argument written: the kernel sees zeros and its values replace the old ones.
         pub fn write(&self) -> Arg {
             self.arg(Access::Write)
         }
+        /// The argument read and written: the kernel sees the current values and may change them.
         pub fn rw(&self) -> Arg {
             self.arg(Access::Rw)
         }
+        /// The argument incremented: the kernel sees zeros and what it leaves is added (increments through a map are made race-free by the strategy).
         pub fn inc(&self) -> Arg {
             self.arg(Access::Inc)
         }
+        /// The argument reduced by minimum: the kernel sees the type's largest value and the least of what it leaves and the old value is kept.
         pub fn min(&self) -> Arg {
             self.arg(Access::Min)
         }
+        /// The argument reduced by maximum: the kernel sees the type's least value and the greatest of what it leaves and the old value is kept.
         pub fn max(&self) -> Arg {
             self.arg(Access::Max)
         }
@@ -82,12 +88,15 @@ macro_rules! access_builders {
 }
 
 impl<T: Scalar> Dat<T> {
+    /// The Dat's name, as given.
     pub fn name(&self) -> &str {
         &self.inner.name
     }
+    /// The set the Dat holds values on.
     pub fn set(&self) -> &Set {
         self.inner.set.as_ref().expect("a Dat has a set")
     }
+    /// Values per element.
     pub fn dim(&self) -> usize {
         self.inner.dim
     }
@@ -95,6 +104,7 @@ impl<T: Scalar> Dat<T> {
     pub fn len(&self) -> usize {
         self.inner.len()
     }
+    /// Whether the Dat holds no values (an empty set).
     pub fn is_empty(&self) -> bool {
         self.inner.len() == 0
     }
@@ -115,6 +125,24 @@ impl<T: Scalar> Dat<T> {
         }
     }
     /// Access through every index of `map` (the kernel sees arity x dim values).
+    ///
+    /// ```
+    /// use parloop::{Context, Kernel, Map, Set};
+    /// # fn main() -> parloop::Result<()> {
+    /// let ctx = Context::new()?;
+    /// let (nodes, cells) = (Set::new("nodes", 3), Set::new("cells", 1));
+    /// let c2n = Map::new("c2n", &cells, &nodes, 3, &[0, 1, 2])?;
+    /// let x = ctx.dat("x", &nodes, 1, &[1.0f32, 2.0, 6.0])?;
+    /// let mean = ctx.dat_zeros::<f32>("mean", &cells, 1)?;
+    /// let k = Kernel::new("avg", "fn avg(x: ptr<function, array<f32, 3>>, m: ptr<function, array<f32, 1>>) {
+    ///     (*m)[0] = ((*x)[0] + (*x)[1] + (*x)[2]) / 3.0;
+    /// }");
+    /// // x.at(&c2n, 1) would give the kernel the second node only (an array of dim values).
+    /// ctx.par_loop(&k, &cells, &[x.all(&c2n).read(), mean.write()])?;
+    /// assert_eq!(&*mean.data_ro()?, &[3.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn all(&self, map: &Map) -> Indirect {
         Indirect {
             data: self.inner.clone(),
@@ -124,12 +152,15 @@ impl<T: Scalar> Dat<T> {
 }
 
 impl<T: Scalar> Global<T> {
+    /// The Global's name, as given.
     pub fn name(&self) -> &str {
         &self.inner.name
     }
+    /// Number of values.
     pub fn dim(&self) -> usize {
         self.inner.dim
     }
+    /// The Global as a par_loop argument with `access`.
     pub fn arg(&self, access: Access) -> Arg {
         Arg {
             data: self.inner.clone(),
@@ -147,6 +178,7 @@ pub struct Indirect {
 }
 
 impl Indirect {
+    /// The indirect Dat as a par_loop argument with `access`.
     pub fn arg(&self, access: Access) -> Arg {
         Arg {
             data: self.data.clone(),

@@ -7,8 +7,11 @@
 /// the same order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Exchange {
+    /// The neighbouring rank.
     pub rank: u32,
+    /// Owned elements sent to it (local indices).
     pub send: Vec<u32>,
+    /// Halo elements received from it (local indices).
     pub recv: Vec<u32>,
 }
 

@@ -43,13 +43,18 @@ pub mod section {
 /// only read. On one process everything is owned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Sections {
+    /// Elements whose every map target is owned by this rank (a loop's core part reads no halo).
     pub core: usize,
+    /// Owned elements that reach halo data through some map.
     pub owned: usize,
+    /// Other ranks' elements this rank computes redundantly (they reach its owned elements).
     pub exec_halo: usize,
+    /// Other ranks' elements this rank only reads.
     pub nonexec_halo: usize,
 }
 
 impl Sections {
+    /// The four counts in storage order: core, owned, exec halo, non-exec halo.
     pub fn counts(&self) -> [usize; 4] {
         [self.core, self.owned, self.exec_halo, self.nonexec_halo]
     }
@@ -110,6 +115,7 @@ impl Set {
     pub(crate) fn halo(&self) -> Option<&Rc<halo::Halo>> {
         self.0.halo.as_ref()
     }
+    /// The set's name, as given (used in messages).
     pub fn name(&self) -> &str {
         &self.0.name
     }
@@ -125,9 +131,11 @@ impl Set {
     pub fn total(&self) -> usize {
         self.0.sections.bounds()[4]
     }
+    /// The element counts of the set's sections (everything owned on one process).
     pub fn sections(&self) -> Sections {
         self.0.sections
     }
+    /// A process-wide unique id.
     pub fn id(&self) -> u64 {
         self.0.id
     }
@@ -184,18 +192,23 @@ impl Subset {
             indices: indices.to_vec(),
         })))
     }
+    /// The subset's name, as given.
     pub fn name(&self) -> &str {
         &self.0.name
     }
+    /// The set the subset selects from.
     pub fn set(&self) -> &Set {
         &self.0.set
     }
+    /// The selected elements of the parent set (distinct, in iteration order).
     pub fn indices(&self) -> &[u32] {
         &self.0.indices
     }
+    /// Number of selected elements.
     pub fn len(&self) -> usize {
         self.0.indices.len()
     }
+    /// Whether the subset selects nothing.
     pub fn is_empty(&self) -> bool {
         self.0.indices.is_empty()
     }
@@ -204,7 +217,9 @@ impl Subset {
 /// Where a par_loop iterates: a whole set or a subset of it.
 #[derive(Clone)]
 pub enum IterSpace {
+    /// Every element of a set.
     Set(Set),
+    /// The elements a subset lists.
     Subset(Subset),
     /// A distributed set's owned elements and its exec halo: what a loop that increments or
     /// writes through a map runs (made by `par_loop`, not by users).
@@ -218,6 +233,7 @@ pub enum IterSpace {
 }
 
 impl IterSpace {
+    /// The set the loop's elements belong to.
     pub fn set(&self) -> &Set {
         match self {
             IterSpace::Set(s)
@@ -246,6 +262,7 @@ impl IterSpace {
     pub fn runs_exec_halo(&self) -> bool {
         matches!(self, IterSpace::WithExecHalo(_) | IterSpace::Owned(_, true))
     }
+    /// Number of elements the loop runs.
     pub fn len(&self) -> usize {
         match self {
             IterSpace::Set(s) => s.size(),
@@ -257,15 +274,18 @@ impl IterSpace {
             }
         }
     }
+    /// Whether the loop runs no element.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The subset, when the space is one.
     pub fn subset(&self) -> Option<&Subset> {
         match self {
             IterSpace::Subset(s) => Some(s),
             _ => None,
         }
     }
+    /// A description for messages: the set's name, and the subset or part.
     pub fn name(&self) -> String {
         match self {
             IterSpace::Set(s) => s.name().to_string(),
@@ -375,21 +395,27 @@ impl Map {
             injective: OnceCell::new(),
         })))
     }
+    /// The map's name, as given.
     pub fn name(&self) -> &str {
         &self.0.name
     }
+    /// Targets per source element.
     pub fn arity(&self) -> usize {
         self.0.arity
     }
+    /// The set the map goes from (one row of `arity` targets per element).
     pub fn from_set(&self) -> &Set {
         &self.0.from
     }
+    /// The set the targets are elements of.
     pub fn to_set(&self) -> &Set {
         &self.0.to
     }
+    /// The targets, `arity` per source element, row by row.
     pub fn values(&self) -> &[u32] {
         &self.0.values
     }
+    /// A process-wide unique id.
     pub fn id(&self) -> u64 {
         self.0.id
     }
@@ -506,13 +532,16 @@ impl<T: Scalar> Drop for Global<T> {
 /// A named value compiled into kernels (Airfoil's `gam`, `cfl`, `qinf`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ConstValue {
+    /// The type of the values.
     pub dtype: DType,
+    /// The values as 4-byte words (bit patterns).
     pub words: Vec<u32>,
     /// Declared as an array (even of length 1) rather than a scalar.
     pub array: bool,
 }
 
 impl ConstValue {
+    /// A scalar Const.
     pub fn scalar<T: Scalar>(v: T) -> ConstValue {
         ConstValue {
             dtype: T::DTYPE,
@@ -520,6 +549,7 @@ impl ConstValue {
             array: false,
         }
     }
+    /// An array Const (indexed in kernels as `name[i]`).
     pub fn array<T: Scalar>(v: &[T]) -> ConstValue {
         ConstValue {
             dtype: T::DTYPE,

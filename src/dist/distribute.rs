@@ -52,6 +52,33 @@ struct DatDecl {
 }
 
 /// Global declarations waiting to be distributed.
+///
+/// Declare the whole mesh (on every rank), then [`Distribution::distribute`] gives each rank
+/// its part. On one process (a Context not made `with_comm`) the part is the whole mesh, so a
+/// distributed program also runs without MPI.
+///
+/// ```
+/// use parloop::dist::{Distribution, Partitioner};
+/// use parloop::{Context, Kernel};
+/// # fn main() -> parloop::Result<()> {
+/// let ctx = Context::new()?;
+/// let mut d = Distribution::new(&ctx);
+/// let cells = d.set("cells", 2);
+/// let nodes = d.set("nodes", 3);
+/// let c2n = d.map("c2n", cells, nodes, 2, &[0, 1, 1, 2])?;
+/// let x = d.dat("x", nodes, 1, &[0.0f32, 1.0, 3.0])?;
+/// let mut part = d.distribute(cells, Partitioner::Block)?;
+/// let (cells, c2n, x) = (part.set(cells), part.map(c2n), part.dat(x)?);
+/// let h = ctx.dat_zeros::<f32>("h", &cells, 1)?;
+/// let k = Kernel::new("width", "fn width(x: ptr<function, array<f32, 2>>, h: ptr<function, array<f32, 1>>) {
+///     (*h)[0] = (*x)[1] - (*x)[0];
+/// }");
+/// ctx.par_loop(&k, &cells, &[x.all(&c2n).read(), h.write()])?;
+/// // Rank 0 gathers the owned values of every rank, in global order.
+/// assert_eq!(h.gather()?, Some(vec![1.0, 2.0]));
+/// # Ok(())
+/// # }
+/// ```
 pub struct Distribution {
     ctx: Context,
     sets: Vec<(String, usize)>,

@@ -30,11 +30,11 @@ pub(crate) use comm::Reduction;
 pub use distribute::{Distributed, Distribution, GlobalDat, GlobalMap, GlobalSet, Partitioner};
 
 use crate::data::Sections;
-pub use crate::data::halo::{Exchange, Halo};
+pub(crate) use crate::data::halo::Exchange;
 
 /// A map between two of the distributed sets, by index into the set list.
 #[derive(Clone, Copy, Debug)]
-pub struct MapSpec<'a> {
+pub(crate) struct MapSpec<'a> {
     pub from: usize,
     pub to: usize,
     pub arity: usize,
@@ -44,7 +44,7 @@ pub struct MapSpec<'a> {
 
 /// Why a distribution cannot be built.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DistError {
+pub(crate) enum DistError {
     /// No chain of maps links a set to the primary set, so its owners cannot be derived.
     Unreachable { set: String },
     /// The primary set's owner list has the wrong length or names a rank past the last.
@@ -82,7 +82,7 @@ impl std::fmt::Display for DistError {
 
 /// Owners by contiguous blocks: element e of n goes to rank e * ranks / n (a simple partition
 /// for tests, and the fallback when no graph partitioner is wanted).
-pub fn block_owners(n: usize, ranks: usize) -> Vec<u32> {
+pub(crate) fn block_owners(n: usize, ranks: usize) -> Vec<u32> {
     let ranks = ranks.max(1);
     (0..n).map(|e| (e * ranks / n.max(1)) as u32).collect()
 }
@@ -91,7 +91,7 @@ pub fn block_owners(n: usize, ranks: usize) -> Vec<u32> {
 /// when they share a target of a map from the primary set (cells sharing a node), or are both
 /// targets of one element of a map into it (the two cells of an edge). Groups of more than
 /// `MAX_GROUP` elements (a hub node) join nobody, to keep the graph near linear in size.
-pub fn dual_graph(
+pub(crate) fn dual_graph(
     sizes: &[(&str, usize)],
     maps: &[MapSpec],
     primary: usize,
@@ -133,7 +133,7 @@ pub fn dual_graph(
 }
 
 /// Edges of a graph (CSR) whose ends have different owners.
-pub fn edge_cut(xadj: &[u32], adjncy: &[u32], owners: &[u32]) -> usize {
+pub(crate) fn edge_cut(xadj: &[u32], adjncy: &[u32], owners: &[u32]) -> usize {
     let mut cut = 0;
     for v in 0..xadj.len() - 1 {
         for &u in &adjncy[xadj[v] as usize..xadj[v + 1] as usize] {
@@ -150,7 +150,7 @@ pub fn edge_cut(xadj: &[u32], adjncy: &[u32], owners: &[u32]) -> usize {
 /// goes with its first cell); a set that an already-owned set maps into takes, per element,
 /// the lowest owner among the elements that reach it (a node goes with one of its cells);
 /// elements nobody reaches are spread in blocks.
-pub fn derive_owners(
+pub(crate) fn derive_owners(
     sizes: &[(&str, usize)],
     maps: &[MapSpec],
     primary: usize,
@@ -232,7 +232,7 @@ pub fn derive_owners(
 
 /// One rank's part of one set.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LocalSet {
+pub(crate) struct LocalSet {
     pub sections: Sections,
     /// Global index of each local element, in local order.
     pub global: Vec<u32>,
@@ -242,7 +242,8 @@ pub struct LocalSet {
 
 /// One rank's part of the whole distribution.
 #[derive(Clone, Debug)]
-pub struct LocalPart {
+pub(crate) struct LocalPart {
+    #[cfg_attr(not(test), allow(dead_code))] // the tests check parts against their rank
     pub rank: u32,
     /// Per set, in the order given.
     pub sets: Vec<LocalSet>,
@@ -309,7 +310,7 @@ fn flags(sizes: &[(&str, usize)], maps: &[MapSpec], owners: &[Vec<u32>], rank: u
 /// Builds rank `rank`'s part from the owners of every set. Every rank holds the global sets
 /// and maps while this runs (the send lists need the neighbours' halos): time is
 /// O(neighbours x mesh), memory O(mesh), and only the local part is kept.
-pub fn local_part(
+pub(crate) fn local_part(
     sizes: &[(&str, usize)],
     maps: &[MapSpec],
     owners: &[Vec<u32>],

@@ -11,8 +11,6 @@ use std::collections::HashMap;
 pub struct Constraints {
     /// Graph node of each required node, in topological order.
     pub node: Vec<NodeIx>,
-    /// Required index of each graph node (None for ephemeral non-sinks).
-    pub req_of: Vec<Option<usize>>,
     /// Key of each required node.
     pub key: Vec<usize>,
     pub nkeys: usize,
@@ -101,7 +99,6 @@ impl Constraints {
         }
         Constraints {
             node,
-            req_of,
             key,
             nkeys: g.keys.len(),
             preds,
@@ -214,56 +211,6 @@ pub struct Schedule {
 impl Schedule {
     pub fn loops(&self) -> usize {
         self.seq.len()
-    }
-
-    /// Earliest fit of every node into a fixed key sequence (optimal for that sequence, since
-    /// constraints are monotone). None when the sequence cannot hold every node.
-    pub fn earliest_fit(c: &Constraints, seq: &[usize]) -> Option<Schedule> {
-        let mut t = vec![0usize; c.len()];
-        for v in 0..c.len() {
-            let lo = c.preds[v]
-                .iter()
-                .map(|&(u, w)| t[u] + w as usize)
-                .max()
-                .unwrap_or(0);
-            t[v] = (lo..seq.len()).find(|&k| seq[k] == c.key[v])?;
-        }
-        Some(Schedule {
-            seq: seq.to_vec(),
-            t,
-        })
-    }
-
-    /// Drops loops that hold no node, renumbering the rest.
-    pub fn compact(mut self) -> Schedule {
-        let mut used = vec![false; self.seq.len()];
-        for &k in &self.t {
-            used[k] = true;
-        }
-        let mut renum = vec![0usize; self.seq.len()];
-        let mut seq = Vec::new();
-        for (k, &u) in used.iter().enumerate() {
-            if u {
-                renum[k] = seq.len();
-                seq.push(self.seq[k]);
-            }
-        }
-        for k in &mut self.t {
-            *k = renum[*k];
-        }
-        self.seq = seq;
-        self
-    }
-
-    /// Whether every constraint holds and each node sits in a loop of its key.
-    pub fn is_valid(&self, c: &Constraints) -> bool {
-        (0..c.len()).all(|v| {
-            self.t[v] < self.seq.len()
-                && self.seq[self.t[v]] == c.key[v]
-                && c.preds[v]
-                    .iter()
-                    .all(|&(u, w)| self.t[v] >= self.t[u] + w as usize)
-        })
     }
 }
 

@@ -8,8 +8,11 @@ use crate::util::Rng;
 /// Shape of a random graph.
 #[derive(Clone, Copy, Debug)]
 pub struct RandomShape {
+    /// Number of nodes.
     pub nodes: usize,
+    /// Number of distinct locations.
     pub locations: usize,
+    /// Number of distinct targets.
     pub targets: usize,
     /// Probability of an edge from each earlier node.
     pub density: f64,

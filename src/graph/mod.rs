@@ -17,7 +17,7 @@ mod quotient;
 mod tvm;
 mod validate;
 
-pub use constraints::{Constraints, Schedule};
+pub(crate) use constraints::{Constraints, Schedule};
 pub use exact::Budget;
 pub use model::{Graph, GraphError, LocKey, Node, NodeIx, NodeSpec, describe_key};
 pub use output::Format;
@@ -44,6 +44,7 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
+    /// Every algorithm, in the order the CLI lists them.
     pub const ALL: [Algorithm; 5] = [
         Algorithm::Best,
         Algorithm::Exact,
@@ -51,6 +52,7 @@ impl Algorithm {
         Algorithm::Moose,
         Algorithm::Tvm,
     ];
+    /// The algorithm's name, as the CLI reads it.
     pub fn name(self) -> &'static str {
         match self {
             Algorithm::Best => "best",
@@ -82,13 +84,16 @@ impl FromStr for Algorithm {
 /// nodes appear in every loop that recomputes them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Loop {
+    /// The loop's location and target (index into [`Graph::keys`]).
     pub key: usize,
+    /// The nodes the loop computes, in execution order.
     pub nodes: Vec<NodeIx>,
 }
 
 /// The answer: loops in a valid execution order, with a lower bound on the number of loops.
 #[derive(Clone, Debug)]
 pub struct Partition {
+    /// The loops in a valid execution order.
     pub loops: Vec<Loop>,
     /// max(LB_path, LB_loc): no valid partition has fewer loops.
     pub lower_bound: usize,
@@ -103,7 +108,9 @@ pub struct Partition {
 /// How to partition.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Options {
+    /// The algorithm to run.
     pub algorithm: Algorithm,
+    /// The exact search's budget.
     pub budget: Budget,
 }
 
@@ -112,6 +119,21 @@ pub struct Options {
 const MERGE_HEURISTICS_IN_BEST_MAX: usize = 600;
 
 /// Partitions `g` into loops.
+///
+/// ```
+/// use parloop::graph::{Graph, Options, partition};
+/// // Two values on cells, a sum over cells that needs the first, and a value on nodes.
+/// let g = Graph::from_json(r#"{"nodes": [
+///     {"id": "a", "location": "cells"},
+///     {"id": "b", "location": "cells", "needs": ["a"]},
+///     {"id": "s", "location": "cells", "reducing": true, "needs": ["a"]},
+///     {"id": "n", "location": "nodes", "needs": ["b"]}
+/// ]}"#).unwrap();
+/// let p = partition(&g, &Options::default());
+/// // a, b and s share one loop over cells, n needs a loop over nodes.
+/// assert_eq!(p.loops.len(), 2);
+/// assert!(p.optimal);
+/// ```
 pub fn partition(g: &Graph, opts: &Options) -> Partition {
     let c = Constraints::new(g);
     let lb = c.lower_bound();
@@ -216,6 +238,7 @@ fn loops_of(g: &Graph, c: &Constraints, s: &Schedule) -> Vec<Loop> {
 }
 
 impl Partition {
+    /// The partition in one of the CLI's formats.
     pub fn render(&self, g: &Graph, format: Format) -> String {
         output::render(self, g, format)
     }

@@ -17,7 +17,9 @@ pub type NodeIx = usize;
 /// Nodes of different keys never share a loop.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LocKey {
+    /// The mesh location (set, with block restriction).
     pub location: String,
+    /// The target (device, host, ...).
     pub target: String,
 }
 
@@ -25,15 +27,21 @@ pub struct LocKey {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeSpec {
+    /// A unique id.
     pub id: String,
+    /// Where it is computed.
     pub location: String,
     #[serde(default = "default_target")]
+    /// Its target (default: `default`).
     pub target: String,
     #[serde(default = "default_true")]
+    /// Stored for later loops (default); an ephemeral node is recomputed in every loop that needs it.
     pub cached: bool,
     #[serde(default)]
+    /// Reduces over its location (a sum, min or max): nothing in the same loop can use it.
     pub reducing: bool,
     #[serde(default)]
+    /// The ids of the nodes it needs.
     pub needs: Vec<String>,
     /// Dependencies whose value is not available inside the same loop even though neither
     /// side reduces (e.g. an indirect read of a value computed on the same set). Not part of
@@ -62,18 +70,22 @@ impl NodeSpec {
             barrier_needs: Vec::new(),
         }
     }
+    /// Sets the target.
     pub fn target(mut self, target: impl Into<String>) -> Self {
         self.target = target.into();
         self
     }
+    /// Makes the node ephemeral (recomputed where needed, never stored).
     pub fn ephemeral(mut self) -> Self {
         self.cached = false;
         self
     }
+    /// Makes the node a reduction.
     pub fn reducing(mut self) -> Self {
         self.reducing = true;
         self
     }
+    /// Adds dependencies by id.
     pub fn needs<S: Into<String>>(mut self, ids: impl IntoIterator<Item = S>) -> Self {
         self.needs.extend(ids.into_iter().map(Into::into));
         self
@@ -89,10 +101,13 @@ struct GraphFile {
 /// A validated node.
 #[derive(Clone, Debug)]
 pub struct Node {
+    /// The id from the input.
     pub id: String,
     /// Index into [`Graph::keys`].
     pub key: usize,
+    /// Stored for later loops.
     pub cached: bool,
+    /// A reduction.
     pub reducing: bool,
     /// Dependencies (nodes this one needs), each with its barrier flag.
     pub needs: Vec<(NodeIx, bool)>,
@@ -102,28 +117,46 @@ pub struct Node {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum GraphError {
     #[error("malformed graph JSON at line {line}, column {column}: {message}")]
+    /// The input is not valid JSON or not the schema.
     Json {
+        /// Line of the error.
         line: usize,
+        /// Column of the error.
         column: usize,
+        /// What the parser says.
         message: String,
     },
     #[error("node id {0:?} appears more than once: ids must be unique")]
+    /// Two nodes share an id.
     DuplicateId(String),
     #[error("node {node:?} needs {need:?}, which is not a node id")]
-    UnknownNeed { node: String, need: String },
+    /// A node needs an id that is no node's.
+    UnknownNeed {
+        /// The node.
+        node: String,
+        /// The id it needs.
+        need: String,
+    },
     #[error("dependency cycle: {}: a value cannot depend on itself", .0.join(" -> "))]
+    /// Dependencies form a cycle (the ids on it).
     Cycle(Vec<String>),
     #[error(
         "ephemeral node {ephemeral:?} ({ephemeral_key}) is needed by {consumer:?} ({consumer_key}): \
          a value used at another location or target must be cached (set \"cached\": true on {ephemeral:?})"
     )]
+    /// An ephemeral node is needed at another location or target.
     EphemeralAcross {
+        /// The ephemeral node's id.
         ephemeral: String,
+        /// Its location and target.
         ephemeral_key: String,
+        /// The node that needs it.
         consumer: String,
+        /// That node's location and target.
         consumer_key: String,
     },
     #[error("node {0:?} has an empty location: every node needs a location")]
+    /// A node has an empty location.
     EmptyLocation(String),
 }
 
@@ -131,10 +164,13 @@ pub enum GraphError {
 /// (dependencies first) that keeps input order where it can.
 #[derive(Clone, Debug)]
 pub struct Graph {
+    /// The validated nodes, in input order.
     pub nodes: Vec<Node>,
+    /// The distinct (location, target) keys.
     pub keys: Vec<LocKey>,
+    /// A topological order (dependencies first) that keeps input order where it can.
     pub topo: Vec<NodeIx>,
-    /// consumers[u] = nodes that need u.
+    /// `consumers[u]`: the nodes that need u.
     pub consumers: Vec<Vec<NodeIx>>,
 }
 
@@ -215,12 +251,15 @@ impl Graph {
         Ok(g)
     }
 
+    /// Number of nodes.
     pub fn len(&self) -> usize {
         self.nodes.len()
     }
+    /// Whether the graph has no node.
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }
+    /// The location and target of node `v`.
     pub fn key_of(&self, v: NodeIx) -> &LocKey {
         &self.keys[self.nodes[v].key]
     }

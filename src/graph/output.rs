@@ -8,10 +8,14 @@ use std::fmt::Write;
 use std::str::FromStr;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+/// An output format of `parloop partition`.
 pub enum Format {
     #[default]
+    /// The documented JSON schema (machine readable).
     Json,
+    /// Graphviz dot, one cluster per loop.
     Dot,
+    /// A text summary.
     Text,
 }
 

@@ -7,12 +7,19 @@ use std::fmt::Write as _;
 /// edges (with their cell and type: 1 = airfoil wall, 2 = far field). Ids are 0-based.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AirfoilMesh {
+    /// Node coordinates.
     pub x: Vec<[f64; 2]>,
+    /// Each cell's four nodes.
     pub cells: Vec<[u32; 4]>,
+    /// Each edge's two nodes.
     pub edges: Vec<[u32; 2]>,
+    /// Each edge's two cells.
     pub ecells: Vec<[u32; 2]>,
+    /// Each boundary edge's two nodes.
     pub bedges: Vec<[u32; 2]>,
+    /// Each boundary edge's cell.
     pub becells: Vec<u32>,
+    /// Each boundary edge's type (1: airfoil wall, 2: far field).
     pub bound: Vec<u32>,
 }
 
@@ -160,6 +167,7 @@ pub fn naca0012(ni: usize, nj: usize) -> AirfoilMesh {
 }
 
 impl AirfoilMesh {
+    /// Numbers of nodes, cells, edges and boundary edges.
     pub fn counts(&self) -> (usize, usize, usize, usize) {
         (
             self.x.len(),

@@ -4,21 +4,25 @@
 //! Owns: host-side mesh arrays. Must never: run par_loops (the apps do).
 
 pub mod airfoil;
-pub mod spline;
+pub(crate) mod spline;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod vtk;
 
 /// A triangle mesh: vertex coordinates and cell -> vertex indices (counter-clockwise).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TriMesh {
+    /// Vertex coordinates.
     pub coords: Vec<[f64; 2]>,
+    /// Each cell's three vertices, counter-clockwise.
     pub cells: Vec<[u32; 3]>,
 }
 
 impl TriMesh {
+    /// Number of vertices.
     pub fn nvertices(&self) -> usize {
         self.coords.len()
     }
+    /// Number of cells (triangles).
     pub fn ncells(&self) -> usize {
         self.cells.len()
     }

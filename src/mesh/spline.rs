@@ -11,6 +11,7 @@ pub struct NotAKnot {
 }
 
 impl NotAKnot {
+    /// The spline through the knots (`xs` strictly increasing, at least 4 knots; panics otherwise: the callers pass fixed tables).
     pub fn new(xs: &[f64], ys: &[f64]) -> NotAKnot {
         let n = xs.len();
         assert!(

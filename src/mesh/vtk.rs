@@ -56,6 +56,7 @@ pub struct Series {
 }
 
 impl Series {
+    /// A series written into `dir` (created if missing) as `<stem>.pvd` and its frames.
     pub fn new(dir: &Path, stem: &str) -> std::io::Result<Series> {
         std::fs::create_dir_all(dir)?;
         Ok(Series {
@@ -78,6 +79,7 @@ impl Series {
         std::fs::write(self.pvd_path(), pvd(&self.frames))
     }
 
+    /// The collection file ParaView opens.
     pub fn pvd_path(&self) -> PathBuf {
         self.dir.join(format!("{}.pvd", self.stem))
     }

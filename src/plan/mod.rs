@@ -15,9 +15,13 @@ use colour::{Entry, greedy, masks};
 /// `space` (one space per racing Dat).
 #[derive(Clone, Copy, Debug)]
 pub struct RaceArg<'a> {
+    /// The racing Dat's space (index into [`PlanInput::space_sizes`]).
     pub space: usize,
+    /// The map's targets, `arity` per element.
     pub map: &'a [u32],
+    /// Targets per element.
     pub arity: usize,
+    /// The map index the increments go through; None: all of them.
     pub idx: Option<usize>,
     /// The staged map (index into [`PlanInput::staged`]) the increments are gathered through,
     /// if any. A block's stage-out writes every target it staged through that map, so those
@@ -28,7 +32,9 @@ pub struct RaceArg<'a> {
 /// A map whose targets a block stages in workgroup memory.
 #[derive(Clone, Copy, Debug)]
 pub struct StagedMap<'a> {
+    /// The map's targets, `arity` per element.
     pub map: &'a [u32],
+    /// Targets per element.
     pub arity: usize,
     /// Workgroup bytes per distinct target (sum of 4 x dim of the Dats staged through it).
     pub bytes_per_target: usize,
@@ -63,7 +69,9 @@ pub struct PlanInput<'a> {
     pub section_ends: Vec<usize>,
     /// Entries per space (size of each racing Dat's set).
     pub space_sizes: Vec<usize>,
+    /// The racing arguments (their targets must not collide within a colour).
     pub races: Vec<RaceArg<'a>>,
+    /// The maps whose targets blocks stage in workgroup memory.
     pub staged: Vec<StagedMap<'a>>,
 }
 
@@ -113,16 +121,18 @@ impl PlanInput<'_> {
 pub struct ColourPlan {
     /// Elements in colour order.
     pub elem: Vec<u32>,
-    /// Colour c covers elem[offsets[c]..offsets[c + 1]].
+    /// Colour c covers `elem[offsets[c]..offsets[c + 1]]`.
     pub offsets: Vec<usize>,
 }
 
 impl ColourPlan {
+    /// Number of colours (one dispatch each).
     pub fn colours(&self) -> usize {
         self.offsets.len() - 1
     }
 }
 
+/// Greedy one-level colouring of the positions: no two positions of a colour share a racing target (with `balance`, each position takes the least-used allowed colour).
 pub fn colour_elements(input: &PlanInput, balance: bool) -> ColourPlan {
     let mut m = masks(&input.space_sizes);
     let (col, n) = greedy(input.positions, &mut m, balance, |p, out| {
@@ -156,8 +166,9 @@ fn counting_sort(keys: &[u32], nkeys: usize) -> (Vec<usize>, Vec<usize>) {
 /// Local renumbering of one staged map.
 #[derive(Clone, Debug, Default)]
 pub struct StagedPlan {
-    /// Block b's distinct targets are l2g[l2g_offsets[b]..l2g_offsets[b + 1]], sorted.
+    /// Block b's distinct targets are `l2g[l2g_offsets[b]..l2g_offsets[b + 1]]`, sorted.
     pub l2g_offsets: Vec<u32>,
+    /// The distinct targets of all blocks, block by block.
     pub l2g: Vec<u32>,
     /// For position p (plan order) and map index j: the local index of its target.
     pub g2l: Vec<u32>,
@@ -169,22 +180,28 @@ pub struct StagedPlan {
 /// colours across blocks, local renumbering of staged maps.
 #[derive(Clone, Debug)]
 pub struct BlockPlan {
+    /// Positions per block (the last block of a section may have fewer).
     pub block_size: usize,
-    /// Block b covers plan positions block_offsets[b]..block_offsets[b + 1].
+    /// Block b covers plan positions `block_offsets[b]..block_offsets[b + 1]`.
     pub block_offsets: Vec<u32>,
     /// Element at each plan position (positions are sorted by thread colour within a block).
     pub elem: Vec<u32>,
     /// Thread colour at each plan position.
     pub thread_colour: Vec<u32>,
+    /// Thread colours of each block.
     pub block_ncolours: Vec<u32>,
-    /// Block b's thread colour c covers positions colour_ranges[colour_base[b] + c] ..
-    /// colour_ranges[colour_base[b] + c + 1] (positions are sorted by colour in a block).
+    /// Block b's thread colour c covers positions `colour_ranges[colour_base[b] + c]` to
+    /// `colour_ranges[colour_base[b] + c + 1]` (positions are sorted by colour in a block).
     pub colour_base: Vec<u32>,
+    /// Position ranges of the thread colours (see `colour_base`).
     pub colour_ranges: Vec<u32>,
+    /// Block colour of each block.
     pub block_colour: Vec<u32>,
-    /// Blocks in block-colour order; colour c covers block_order[colour_offsets[c]..[c + 1]].
+    /// Blocks in block-colour order; colour c covers `block_order[colour_offsets[c]..colour_offsets[c + 1]]`.
     pub block_order: Vec<u32>,
+    /// Start of each block colour in `block_order`, and the end.
     pub colour_offsets: Vec<usize>,
+    /// Local renumbering of each staged map.
     pub staged: Vec<StagedPlan>,
 }
 
@@ -192,13 +209,21 @@ pub struct BlockPlan {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PlanError {
     /// Even a single element stages more than the workgroup memory allows.
-    ElementTooLarge { bytes: usize, limit: usize },
+    /// Bytes one element stages and the workgroup memory available.
+    ElementTooLarge {
+        /// Bytes one element stages.
+        bytes: usize,
+        /// Workgroup bytes available.
+        limit: usize,
+    },
 }
 
 impl BlockPlan {
+    /// Number of blocks (workgroups).
     pub fn blocks(&self) -> usize {
         self.block_offsets.len() - 1
     }
+    /// Number of block colours (dispatches).
     pub fn block_colours(&self) -> usize {
         self.colour_offsets.len() - 1
     }
@@ -399,16 +424,24 @@ mod tests;
 /// Statistics of a hierarchical plan (for `parloop plan` and the benchmarks).
 #[derive(Clone, Debug)]
 pub struct BlockStats {
+    /// Number of blocks.
     pub blocks: usize,
+    /// Positions per block.
     pub block_size: usize,
+    /// Number of block colours.
     pub block_colours: usize,
+    /// The most thread colours in one block.
     pub thread_colours_max: u32,
+    /// Thread colours per block, on average.
     pub thread_colours_mean: f64,
+    /// The most workgroup bytes one block stages.
     pub staged_bytes_max: usize,
+    /// Workgroup bytes staged per block, on average.
     pub staged_bytes_mean: f64,
 }
 
 impl BlockPlan {
+    /// The plan's statistics for `input`.
     pub fn stats(&self, input: &PlanInput) -> BlockStats {
         let nb = self.blocks().max(1);
         let per_block: Vec<usize> = (0..self.blocks())

@@ -13,13 +13,16 @@ pub enum AdapterChoice {
     /// Hardware if present, else software.
     #[default]
     Auto,
+    /// A hardware adapter, or an error if there is none.
     Hardware,
+    /// A software adapter (lavapipe, llvmpipe, WARP), or an error if there is none.
     Software,
     /// The first adapter whose name contains this (case-insensitive).
     Name(String),
 }
 
 impl AdapterChoice {
+    /// Reads `PARLOOP_ADAPTER`'s syntax: `auto`, `hardware`, `software`, or part of an adapter's name.
     pub fn parse(s: &str) -> AdapterChoice {
         match s.trim().to_ascii_lowercase().as_str() {
             "" | "auto" => AdapterChoice::Auto,
@@ -34,21 +37,29 @@ impl AdapterChoice {
 pub struct Gpu {
     /// The instance the adapter came from (surfaces for rendering are made from it).
     pub instance: wgpu::Instance,
+    /// The adapter opened.
     pub adapter: wgpu::Adapter,
+    /// The device parloop runs on.
     pub device: wgpu::Device,
+    /// Its queue (one for everything parloop submits).
     pub queue: wgpu::Queue,
+    /// The adapter's name, backend and driver.
     pub info: wgpu::AdapterInfo,
+    /// The device's limits (workgroup memory, storage buffers, dispatch size).
     pub limits: wgpu::Limits,
+    /// The device's features (float atomics, timestamps).
     pub features: wgpu::Features,
     /// The first device error nobody captured (reported by the next force).
     pub uncaptured: Arc<Mutex<Option<String>>>,
 }
 
 impl Gpu {
+    /// Whether increments of f32 can use native atomics (`SHADER_FLOAT32_ATOMIC`).
     pub fn float_atomics(&self) -> bool {
         self.features
             .contains(wgpu::Features::SHADER_FLOAT32_ATOMIC)
     }
+    /// Whether the device can time compute passes (`TIMESTAMP_QUERY`).
     pub fn timestamps(&self) -> bool {
         self.features.contains(wgpu::Features::TIMESTAMP_QUERY)
     }

@@ -32,6 +32,7 @@ pub enum Strategy {
 }
 
 impl Strategy {
+    /// Reads `PARLOOP_STRATEGY`'s syntax (`auto`, `hierarchical`, `global-colour`, `atomics`, `cas`).
     pub fn parse(s: &str) -> Option<Strategy> {
         Some(match s.trim().to_ascii_lowercase().as_str() {
             "auto" | "" => Strategy::Auto,
@@ -42,6 +43,7 @@ impl Strategy {
             _ => return None,
         })
     }
+    /// The strategy's name, as `parse` reads it.
     pub fn name(self) -> &'static str {
         match self {
             Strategy::Auto => "auto",

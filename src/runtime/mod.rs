@@ -31,7 +31,9 @@ pub(crate) struct Buf {
 /// GPU time of one loop group (profiling mode).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KernelTime {
+    /// Dispatches timed.
     pub calls: u64,
+    /// GPU nanoseconds, summed over them.
     pub ns: u64,
 }
 
@@ -43,17 +45,23 @@ pub struct Stats {
     pub kernel_times: BTreeMap<String, KernelTime>,
     /// Forces that ran any work.
     pub forces: u64,
+    /// Command buffers submitted to the device queue.
     pub submissions: u64,
+    /// Compute dispatches encoded.
     pub dispatches: u64,
     /// par_loops executed (on either target).
     pub loops: u64,
     /// Loop groups executed (a fused group counts once).
     pub groups: u64,
+    /// Compute pipelines compiled (a cache miss).
     pub pipelines_compiled: u64,
+    /// Execution plans built (a cache miss).
     pub plans_built: u64,
     /// Microseconds spent building plans.
     pub plan_build_us: u64,
+    /// Dats and Globals read back to the host.
     pub readbacks: u64,
+    /// Host copies uploaded to the device.
     pub uploads: u64,
     /// Bytes of device buffers created (pool reuses are not counted again).
     pub bytes_allocated: u64,
@@ -78,6 +86,7 @@ pub struct Stats {
     /// Distributed runs: halo exchanges done, and those skipped because the halo was current
     /// when the loop was recorded (seed 001's early halo skip).
     pub halo_exchanges: u64,
+    /// Exchanges not recorded (lazy) or not run (eager) because the halo was current.
     pub halo_exchanges_skipped: u64,
     /// Lazy mode: exchanges not recorded because an exchange of the same Dat, with no write
     /// since, was still in the trace (seed 001's successive exchanges: the second is removed).
@@ -86,6 +95,7 @@ pub struct Stats {
     /// meanwhile, and of those, the rounds whose core work had completed on the device when
     /// the last receive completed (the exchange was hidden behind it).
     pub halo_overlap_rounds: u64,
+    /// Of the overlapped rounds, those whose core work had completed on the device when the last receive completed (the test of the overlap uses it with a delayed receive).
     pub halo_core_first: u64,
     /// Lazy mode: time of the exchanges (messages sent and received) during which the device
     /// was still running the round's core work, ns: a lower bound of the exchange time hidden
@@ -93,6 +103,7 @@ pub struct Stats {
     pub halo_hidden_ns: u64,
     /// Messages sent and bytes sent by halo exchanges.
     pub halo_messages: u64,
+    /// Bytes sent by halo exchanges.
     pub halo_bytes: u64,
     /// Global reductions combined across ranks.
     pub global_reductions: u64,

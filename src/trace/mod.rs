@@ -74,9 +74,6 @@ impl AccessSet {
     pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
         self.0.iter().map(|&(id, _)| id)
     }
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 /// What a computation of the trace does (seed 001's lazy computations).
@@ -217,9 +214,6 @@ pub fn depends(later: &LoopRecord, earlier: &LoopRecord) -> bool {
 impl Trace {
     pub fn len(&self) -> usize {
         self.pending.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.pending.is_empty()
     }
     pub fn next_seq(&mut self) -> u64 {
         self.next_seq += 1;
