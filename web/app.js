@@ -3,12 +3,16 @@
 // with ?bench=1 it prints steps/s. Results and errors go to the console as
 // "PARLOOP_RESULT {json}" / "PARLOOP_ERROR message". ?check=1 runs the kernels in checking mode
 // (out-of-range indices into kernel arguments become errors).
-import init, { App } from "./pkg/parloop_web.js";
+import init, { App, last_panic } from "./pkg/parloop_web.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 
 function fail(text) {
+  // A panic reaches JavaScript as "unreachable": show what it was.
+  let panic = null;
+  try { panic = last_panic(); } catch { /* the module is not loaded yet */ }
+  if (panic) text = `${panic} (reload the page)`;
   const m = $("message");
   m.hidden = false;
   m.textContent = text;
@@ -91,13 +95,18 @@ async function interactive() {
   show(app);
   let running = true;
   let perFrame = Number($("spf").value);
-  let last = performance.now(), counted = 0;
+  let last = performance.now(), lastDone = app.completed_steps();
   $("run").onclick = () => {
     running = !running;
     $("run").textContent = running ? "Pause" : "Start";
   };
   $("reset").onclick = () => {
-    try { app.reset(Number($("n").value)); show(app); } catch (e) { fail(String(e)); }
+    try {
+      app.reset(Number($("n").value));
+      show(app);
+      $("message").hidden = true; // a reset recovers from an earlier error
+      lastDone = app.completed_steps();
+    } catch (e) { fail(String(e)); }
   };
   $("n").onchange = $("reset").onclick;
   $("spf").oninput = () => {
@@ -107,6 +116,8 @@ async function interactive() {
   $("range").oninput = () => {
     const r = Number($("range").value);
     app.set_range(r);
+    $("range-out").textContent = r.toFixed(2);
+    if (!running) app.draw();
     $("legend-max").textContent = "+" + r.toFixed(2);
     $("legend-min").textContent = "-" + r.toFixed(2);
   };
@@ -121,14 +132,16 @@ async function interactive() {
     try {
       if (running) {
         $("dpf").textContent = app.frame(perFrame);
-        counted += perFrame;
+        $("dpf-why").textContent = app.dispatch_note();
       }
       const now = performance.now();
       if (now - last > 500) {
-        $("sps").textContent = Math.round(counted / ((now - last) / 1000));
+        // Steps the GPU has completed, not steps submitted.
+        const done = app.completed_steps();
+        $("sps").textContent = Math.round((done - lastDone) / ((now - last) / 1000));
         $("steps").textContent = app.steps();
         last = now;
-        counted = 0;
+        lastDone = done;
       }
       requestAnimationFrame(tick);
     } catch (e) {

@@ -16,6 +16,9 @@ cargo build -p parloop-web --target wasm32-unknown-unknown --profile web
 # Wherever Cargo puts its output (CARGO_TARGET_DIR, build.target-dir), not ./target.
 target_dir=$(cargo metadata --format-version 1 --no-deps |
     sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
-wasm-bindgen --target web --no-typescript --out-dir web/pkg \
+# The function-name section (a sixth of the file) only names frames in stack traces.
+wasm-bindgen --target web --no-typescript --remove-name-section --remove-producers-section \
+    --out-dir web/pkg \
     "$target_dir/wasm32-unknown-unknown/web/parloop_web.wasm"
-ls -l web/pkg/*.wasm
+wasm=web/pkg/parloop_web_bg.wasm
+echo "web/pkg/parloop_web_bg.wasm: $(wc -c < "$wasm") bytes, $(gzip -9 -c "$wasm" | wc -c) gzipped"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The browser demo's headless test: builds the wasm, computes the native checksum of the same
-# run, then has Chromium (WebGPU on SwiftShader) run the page and compare. Extra arguments go to
+# The browser demo's headless tests: builds the wasm, computes the native checksum of the same
+# run, then has Chromium (WebGPU on SwiftShader) run the page and compare; then drives the
+# interactive page as a user would (web/test/user.mjs). Extra arguments go to
 # web/test/run.mjs (e.g. --bench-n 100,200 for the steps/s figures and the screenshot).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,3 +15,5 @@ if [ ! -d web/test/node_modules/playwright-core ] || [ ! -d web/test/node_module
     (cd web/test && npm ci --no-audit --no-fund)
 fi
 node web/test/run.mjs --expected "$expected" --n "$n" --steps "$steps" "$@"
+# The page as a user drives it: the presented canvas, clicks, Pause, Reset, every mesh size.
+node web/test/user.mjs

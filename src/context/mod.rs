@@ -253,6 +253,16 @@ impl Context {
             .map(|(_, b)| b.buffer.clone())
     }
 
+    /// Makes a Dat's device copy current without running anything else: the pending loops
+    /// that write it run, then host values newer than the device's are uploaded. For
+    /// rendering from [`Context::device_buffer`] before any loop has used the Dat (a fresh
+    /// simulation's initial state).
+    pub fn upload<T: Scalar>(&self, dat: &Dat<T>) -> Result<()> {
+        let all = AccessSet::of(dat.inner.id, section::ALL);
+        self.force(&all, &AccessSet::new(), &[], "upload")?;
+        runtime::exec::upload(&self.0, &dat.inner)
+    }
+
     /// The WGSL modules of the loop groups the last force ran on the GPU.
     pub fn shaders(&self) -> Vec<String> {
         self.0.shaders.borrow().clone()

@@ -13,8 +13,10 @@ use crate::error::{Error, Result};
 use crate::plan::{self, PlanInput, RaceArg, StagedMap};
 use std::num::NonZeroU64;
 use std::rc::Rc;
-use wgpu::util::DeviceExt;
 
+/// A storage buffer holding `words`. Written through the queue rather than mapped at
+/// creation: browsers refuse large `mappedAtCreation` buffers (an exception, not an error the
+/// device reports).
 pub(super) fn init_buf(gpu: &Gpu, words: &[u32], label: &str) -> Buf {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1 << 40);
     let contents: &[u8] = if words.is_empty() {
@@ -22,13 +24,13 @@ pub(super) fn init_buf(gpu: &Gpu, words: &[u32], label: &str) -> Buf {
     } else {
         bytemuck::cast_slice(words)
     };
-    let buffer = gpu
-        .device
-        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(label),
-            contents,
-            usage: wgpu::BufferUsages::STORAGE,
-        });
+    let buffer = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: contents.len() as u64,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    gpu.queue.write_buffer(&buffer, 0, contents);
     Buf {
         id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         size: contents.len() as u64,

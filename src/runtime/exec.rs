@@ -60,6 +60,25 @@ pub(crate) async fn run(ctx: &Inner, groups: &[Group], readback: &[Rc<DataInner>
     fetch(ctx, &[], readback).await
 }
 
+/// Makes `d`'s device copy current (created, uploaded or cleared as at a loop's first use) and
+/// submits that.
+pub(crate) fn upload(ctx: &Inner, d: &Rc<DataInner>) -> Result<()> {
+    let gpu = &ctx.gpu;
+    let mut encoder = gpu
+        .device
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("parloop upload"),
+        });
+    {
+        let mut st = ctx.rt.borrow_mut();
+        st.purge();
+        data_buffer(&mut st, gpu, &mut encoder, d)?;
+        st.stats.submissions += 1;
+    }
+    gpu.queue.submit([encoder.finish()]);
+    Ok(())
+}
+
 /// Data a host group touches (it needs current host copies of all of it).
 fn host_data(g: &Group) -> Vec<Rc<DataInner>> {
     let mut seen = HashSet::new();

@@ -9,7 +9,6 @@ use parloop::{Config, Context};
 use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
-use wgpu::util::DeviceExt;
 
 /// Vertices from a vertex buffer (coordinates), p from the simulation's storage buffer, coloured
 /// with viridis over [-range, range].
@@ -78,6 +77,10 @@ struct State {
     wave: Wave,
     renderer: Renderer,
     range: f32,
+    /// Steps whose GPU work has completed (counted by queue completion callbacks).
+    completed: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// The last `advance`: steps, loops, loop groups and dispatches.
+    last: [u64; 4],
 }
 
 /// The demo, as JavaScript sees it.
@@ -91,19 +94,31 @@ fn js(e: impl std::fmt::Display) -> JsValue {
 }
 
 fn mesh_buffers(ctx: &Context, wave: &Wave) -> (wgpu::Buffer, wgpu::Buffer, u32) {
-    let device = &ctx.gpu().device;
+    let gpu = ctx.gpu();
     let coords = wave.mesh.coords_f32();
     let idx = wave.mesh.cell_vertices();
-    let v = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some("mesh vertices"),
-        contents: bytemuck_cast(&coords),
-        usage: wgpu::BufferUsages::VERTEX,
-    });
-    let i = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some("mesh triangles"),
-        contents: bytemuck_cast(&idx),
-        usage: wgpu::BufferUsages::INDEX,
-    });
+    // Written through the queue, not mapped at creation: browsers throw (a wasm panic) on a
+    // large mappedAtCreation buffer instead of reporting a device error.
+    let buffer = |label, bytes: &[u8], usage| {
+        let b = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: (bytes.len() as u64).max(4),
+            usage: usage | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        gpu.queue.write_buffer(&b, 0, bytes);
+        b
+    };
+    let v = buffer(
+        "mesh vertices",
+        bytemuck_cast(&coords),
+        wgpu::BufferUsages::VERTEX,
+    );
+    let i = buffer(
+        "mesh triangles",
+        bytemuck_cast(&idx),
+        wgpu::BufferUsages::INDEX,
+    );
     (v, i, idx.len() as u32)
 }
 
@@ -117,12 +132,30 @@ fn bytemuck_cast<T: Copy>(v: &[T]) -> &[u8] {
 const BUSY: &str =
     "the simulation is busy with a readback: wait for checksum() or snapshot() to finish";
 
+/// The first panic's message. A panic aborts the call that hit it (wasm cannot unwind), which
+/// leaves the simulation's state borrowed: every later call reports the panic, not "busy".
+static PANIC: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// The first internal error (panic) of this page, if any: what the page shows, since the
+/// exception JavaScript sees says only "unreachable".
+#[wasm_bindgen]
+pub fn last_panic() -> Option<String> {
+    PANIC.lock().ok().and_then(|p| p.clone())
+}
+
+fn busy() -> JsValue {
+    match last_panic() {
+        Some(p) => js(format!("{p} (reload the page)")),
+        None => js(BUSY),
+    }
+}
+
 impl App {
     fn get(&self) -> Result<std::cell::Ref<'_, State>, JsValue> {
-        self.state.try_borrow().map_err(|_| js(BUSY))
+        self.state.try_borrow().map_err(|_| busy())
     }
     fn get_mut(&self) -> Result<std::cell::RefMut<'_, State>, JsValue> {
-        self.state.try_borrow_mut().map_err(|_| js(BUSY))
+        self.state.try_borrow_mut().map_err(|_| busy())
     }
 }
 
@@ -142,7 +175,11 @@ impl App {
             log::set_max_level(log::LevelFilter::Info);
         }
         std::panic::set_hook(Box::new(|info| {
-            web_sys::console::error_1(&format!("PARLOOP_ERROR panic: {info}").into());
+            let text = format!("internal error (a panic): {info}");
+            web_sys::console::error_1(&format!("PARLOOP_ERROR {text}").into());
+            if let Ok(mut p) = PANIC.lock() {
+                p.get_or_insert(text);
+            }
         }));
         let (width, height) = (canvas.width().max(1), canvas.height().max(1));
         let ctx = Context::new_async(Config {
@@ -237,6 +274,8 @@ impl App {
                 wave,
                 renderer,
                 range: 0.25,
+                completed: Default::default(),
+                last: [0; 4],
             })),
         })
     }
@@ -268,6 +307,39 @@ impl App {
         self.get().map_or(0.0, |s| s.wave.steps as f64)
     }
 
+    /// Steps whose GPU work has completed (what steps/s should count: submitting is not
+    /// computing).
+    pub fn completed_steps(&self) -> f64 {
+        self.get().map_or(0.0, |s| {
+            s.completed.load(std::sync::atomic::Ordering::Relaxed) as f64
+        })
+    }
+
+    /// What the last frame's dispatches were, per step: par_loops, the fused groups they ran
+    /// in, and the dispatches (a group whose increments race is coloured: one dispatch per
+    /// colour where the adapter has no float atomics).
+    pub fn dispatch_note(&self) -> String {
+        let Ok(s) = self.get() else {
+            return String::new();
+        };
+        let [steps, loops, groups, dispatches] = s.last;
+        if steps == 0 {
+            return String::new();
+        }
+        let per = |v: u64| v as f64 / steps as f64;
+        format!(
+            "per step: {:.0} par_loops in {:.0} fused groups, {:.0} dispatches ({})",
+            per(loops),
+            per(groups),
+            per(dispatches),
+            if s.ctx.gpu().float_atomics() {
+                "increments by atomics"
+            } else {
+                "racing increments by colour: one dispatch per colour"
+            }
+        )
+    }
+
     /// Colour scale: p in [-range, range] spans the colour map.
     pub fn set_range(&self, range: f32) -> Result<(), JsValue> {
         self.get_mut()?.range = range.max(1e-6);
@@ -285,12 +357,26 @@ impl App {
     pub fn advance(&self, steps: u32) -> Result<u32, JsValue> {
         let mut guard = self.get_mut()?;
         let s = &mut *guard;
-        let before = s.ctx.stats().dispatches;
+        let before = s.ctx.stats();
         for _ in 0..steps {
             s.wave.step().map_err(js)?;
         }
         s.ctx.flush().map_err(js)?;
-        Ok((s.ctx.stats().dispatches - before) as u32)
+        let after = s.ctx.stats();
+        if steps > 0 {
+            s.last = [
+                steps as u64,
+                after.loops - before.loops,
+                after.groups - before.groups,
+                after.dispatches - before.dispatches,
+            ];
+            let done = s.completed.clone();
+            let n = steps as u64;
+            s.ctx.gpu().queue.on_submitted_work_done(move || {
+                done.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            });
+        }
+        Ok((after.dispatches - before.dispatches) as u32)
     }
 
     /// Draws p as the simulation left it (submitted work first: call `advance` before).
@@ -303,7 +389,7 @@ impl App {
         self.get_mut()?.wave.pulse(x, y, amplitude).map_err(js)
     }
 
-    /// A new n x n simulation on the same device.
+    /// A new n x n simulation on the same device, drawn at its initial state.
     pub fn reset(&self, n: usize) -> Result<(), JsValue> {
         let mut guard = self.get_mut()?;
         let s = &mut *guard;
@@ -313,7 +399,10 @@ impl App {
         s.renderer.vertices = v;
         s.renderer.indices = i;
         s.renderer.count = c;
-        Ok(())
+        // The initial p is on the host: run the pending setup, upload p and draw it.
+        s.ctx.flush().map_err(js)?;
+        s.ctx.upload(&s.wave.p).map_err(js)?;
+        draw(s)
     }
 
     /// The last offscreen frame as RGBA bytes, row by row (offscreen mode only).
@@ -321,7 +410,7 @@ impl App {
         let state = self.state.clone();
         wasm_bindgen_futures::future_to_promise(async move {
             let (buffer, width, height, row) = {
-                let s = state.try_borrow().map_err(|_| js(BUSY))?;
+                let s = state.try_borrow().map_err(|_| busy())?;
                 let Target::Offscreen {
                     texture,
                     width,
@@ -375,7 +464,7 @@ impl App {
     pub fn checksum(&self) -> js_sys::Promise {
         let state = self.state.clone();
         wasm_bindgen_futures::future_to_promise(async move {
-            let s = state.try_borrow().map_err(|_| js(BUSY))?;
+            let s = state.try_borrow().map_err(|_| busy())?;
             let p = s.wave.p.data_ro_async().await.map_err(js)?;
             let sum: f64 = p.iter().map(|v| v.abs() as f64).sum();
             Ok(JsValue::from_f64(sum))

@@ -1,0 +1,178 @@
+// The demo page as a user drives it, in headless Chromium with WebGPU presented on a canvas
+// (Vulkan on SwiftShader): load, a canvas that is not blank and changes, Pause (it stops),
+// a click (the pulse appears where clicked), Reset while paused (the initial picture, the same
+// twice), every mesh size, the sliders, Start again; no console error and no error message.
+// Usage: node web/test/user.mjs [--chromium PATH] [--bench-n 100,200,400] [--verbose 1]
+// With --bench-n it also prints the steps/s the page shows (completed steps) for each size.
+import { chromium } from "playwright-core";
+import { PNG } from "pngjs";
+import http from "node:http";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const args = Object.fromEntries(
+  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
+);
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const chromiumPath = args.chromium ?? "/usr/bin/chromium";
+const benchNs = (args["bench-n"] ?? "").split(",").filter(Boolean).map(Number);
+
+const types = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".wasm": "application/wasm" };
+const server = http.createServer((req, res) => {
+  const url = new URL(req.url, "http://x");
+  const file = path.join(root, decodeURIComponent(url.pathname === "/" ? "/index.html" : url.pathname));
+  if (!file.startsWith(root) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
+    res.writeHead(404).end();
+    return;
+  }
+  res.writeHead(200, { "content-type": types[path.extname(file)] ?? "application/octet-stream" });
+  fs.createReadStream(file).pipe(res);
+});
+await new Promise((r) => server.listen(0, "127.0.0.1", r));
+const base = `http://127.0.0.1:${server.address().port}`;
+
+const browser = await chromium.launch({
+  executablePath: chromiumPath,
+  headless: true,
+  args: [
+    "--enable-unsafe-webgpu", "--enable-features=Vulkan", "--use-vulkan=swiftshader",
+    "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--no-sandbox",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--no-first-run", "--disable-quic", "--disable-dev-shm-usage",
+  ],
+});
+
+let failed = false;
+const fail = (msg) => { console.error("FAIL: " + msg); failed = true; };
+const check = (ok, msg) => { if (!ok) fail(msg); else console.log("ok: " + msg); };
+
+const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+const errors = [];
+page.on("console", (msg) => {
+  if (msg.type() === "error" || msg.text().startsWith("PARLOOP_ERROR")) errors.push(msg.text());
+  if (args.verbose) console.error("page console: " + msg.text());
+});
+page.on("pageerror", (e) => errors.push(String(e)));
+
+const canvas = page.locator("#canvas");
+const shot = async () => PNG.sync.read(await canvas.screenshot());
+const colours = (img) => {
+  const c = new Set();
+  for (let i = 0; i < img.data.length; i += 4) c.add((img.data[i] << 16) | (img.data[i + 1] << 8) | img.data[i + 2]);
+  return c.size;
+};
+// Mean absolute difference of the RGB channels, over the whole image or a square around (x, y).
+const diff = (a, b, x, y, r) => {
+  let sum = 0, count = 0;
+  for (let j = 0; j < a.height; j++) {
+    for (let i = 0; i < a.width; i++) {
+      if (r !== undefined && (Math.abs(i - x) > r || Math.abs(j - y) > r)) continue;
+      const k = 4 * (j * a.width + i);
+      sum += Math.abs(a.data[k] - b.data[k]) + Math.abs(a.data[k + 1] - b.data[k + 1]) + Math.abs(a.data[k + 2] - b.data[k + 2]);
+      count += 3;
+    }
+  }
+  return sum / count;
+};
+const noMessage = async (what) => {
+  const hidden = await page.locator("#message").isHidden();
+  check(hidden && errors.length === 0, `${what}: no error${hidden ? "" : ": " + await page.locator("#message").textContent()}${errors.length ? ": " + errors.join(" | ") : ""}`);
+};
+const steps = async () => Number(await page.locator("#steps").textContent());
+
+try {
+  await page.goto(`${base}/index.html`);
+  await page.waitForFunction(() => Number(document.getElementById("steps").textContent) > 50, null, { timeout: 120_000 });
+  await noMessage("load");
+  // At 1280 px the controls and statistics stay beside the canvas once the statistics fill in.
+  const cbox = await canvas.boundingBox();
+  const abox = await page.locator("aside").boundingBox();
+  check(abox.x >= cbox.x + cbox.width && abox.y < cbox.y + cbox.height / 2,
+    `the controls sit beside the canvas (canvas at x ${cbox.x.toFixed(0)}..${(cbox.x + cbox.width).toFixed(0)}, controls at x ${abox.x.toFixed(0)}, y ${abox.y.toFixed(0)})`);
+  const a = await shot();
+  await page.waitForTimeout(800);
+  const b = await shot();
+  check(colours(a) >= 50, `the canvas is not blank (${colours(a)} colours)`);
+  check(diff(a, b) > 0.5, `the picture changes while running (mean difference ${diff(a, b).toFixed(2)})`);
+
+  // Pause: nothing moves.
+  await page.click("#run");
+  check((await page.locator("#run").textContent()) === "Start", "Pause turns the button into Start");
+  await page.waitForTimeout(800); // the step count shown refreshes every 500 ms
+  const s0 = await steps();
+  const c = await shot();
+  await page.waitForTimeout(600);
+  const d = await shot();
+  check(await steps() === s0 && diff(c, d) === 0, "paused: no steps, the picture stays");
+
+  // Reset while paused shows the initial state, the same each time.
+  await page.click("#reset");
+  await page.waitForTimeout(800);
+  const r1 = await shot();
+  check(await steps() === 0, "Reset: back to step 0");
+  check(diff(d, r1) > 0.5 && colours(r1) >= 50, "Reset redraws while paused, and the picture is the initial one");
+  await page.click("#reset");
+  await page.waitForTimeout(300);
+  const r2 = await shot();
+  check(diff(r1, r2) === 0, "Reset twice: the same initial picture");
+
+  // A click drops a pulse where it lands (paused: the click redraws).
+  const box = await canvas.boundingBox();
+  const [px, py] = [Math.round(box.width * 0.2), Math.round(box.height * 0.75)];
+  await canvas.click({ position: { x: px, y: py } });
+  await page.waitForTimeout(300);
+  const e = await shot();
+  const sx = e.width / box.width;
+  const near = diff(r2, e, px * sx, py * sx, 15 * sx);
+  const far = diff(r2, e, e.width * 0.8, e.height * 0.2, 15 * sx);
+  check(near > 5 && near > 4 * far, `the pulse appears where clicked (change near the click ${near.toFixed(1)}, far from it ${far.toFixed(1)})`);
+  await noMessage("pause, reset, click");
+
+  // Start again.
+  await page.click("#run");
+  await page.waitForTimeout(500);
+  check(await steps() > 0, "Start runs again");
+
+  // The sliders.
+  await page.locator("#spf").fill("30");
+  check((await page.locator("#spf-out").textContent()) === "30", "the steps-per-frame slider shows its value");
+  await page.locator("#range").fill("0.5");
+  check((await page.locator("#range-out").textContent()) === "0.50" && (await page.locator("#legend-max").textContent()) === "+0.50",
+    "the colour-range slider shows its value and the legend follows");
+
+  // Every mesh size.
+  for (const n of await page.locator("#n option").allTextContents()) {
+    await page.selectOption("#n", n);
+    await page.waitForFunction((v) => document.getElementById("mesh").textContent.startsWith(`${v} vertices`),
+      (Number(n) + 1) ** 2, { timeout: 60_000 });
+    await page.waitForFunction(() => Number(document.getElementById("steps").textContent) > 20, null, { timeout: 120_000 });
+    const img = await shot();
+    check(colours(img) >= 50, `mesh ${n} x ${n}: runs and draws (${colours(img)} colours)`);
+    await noMessage(`mesh ${n} x ${n}`);
+  }
+  const dpf = await page.locator("#dpf").textContent();
+  check(/per step/.test(await page.locator("#dpf-why").textContent()), `the dispatches are explained (${dpf}: ${await page.locator("#dpf-why").textContent()})`);
+
+  // Steps/s as the page shows it (completed steps), per mesh size.
+  for (const n of benchNs) {
+    await page.selectOption("#n", String(n));
+    await page.waitForFunction((v) => document.getElementById("mesh").textContent.startsWith(`${v} vertices`), (n + 1) ** 2);
+    await page.locator("#spf").fill("10");
+    await page.waitForTimeout(4000); // warm-up: pipelines, plans
+    const samples = [];
+    for (let k = 0; k < 6; k++) {
+      await page.waitForTimeout(1000);
+      samples.push(Number(await page.locator("#sps").textContent()));
+    }
+    samples.sort((x, y) => x - y);
+    console.log(`bench (presented canvas): n = ${n}: ${samples[3]} steps/s (median of ${samples.join(", ")})`);
+  }
+  await noMessage("the whole session");
+} catch (e) {
+  fail(e.message ?? String(e));
+} finally {
+  await browser.close();
+  server.close();
+}
+process.exit(failed ? 1 : 0);
