@@ -4,7 +4,9 @@
 //! Owns: host-side mesh arrays. Must never: run par_loops (the apps do).
 
 pub mod airfoil;
+pub mod gmsh;
 pub(crate) mod spline;
+pub mod topology;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod vtk;
 

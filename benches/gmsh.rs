@@ -1,0 +1,61 @@
+//! Reading Gmsh meshes and deriving their topology, at 10k, 100k and 1M cells: triangles (the
+//! unit square) and tetrahedra (the unit cube), written as MSH 4.1 ASCII, then read back
+//! (`mesh::gmsh::read`) and their facets (and 3-D edges) derived (`mesh::topology::Topology`).
+//! Each time is the best of 3.
+//!
+//! `cargo bench --bench gmsh`
+
+use parloop::mesh::gmsh::{self, CellType, GmshMesh};
+use parloop::mesh::topology::Topology;
+use parloop::mesh::unit_square;
+use std::time::Instant;
+
+fn best_of_3<T>(mut f: impl FnMut() -> T) -> (f64, T) {
+    let mut best = f64::INFINITY;
+    let mut out = None;
+    for _ in 0..3 {
+        let t0 = Instant::now();
+        let v = f();
+        best = best.min(t0.elapsed().as_secs_f64() * 1e3);
+        out = Some(v);
+    }
+    (best, out.expect("three runs"))
+}
+
+fn triangles(n: usize) -> GmshMesh {
+    let sq = unit_square(n);
+    GmshMesh {
+        coords: sq.coords.iter().map(|c| [c[0], c[1], 0.0]).collect(),
+        cell_type: CellType::Triangle,
+        cells: sq.cells.iter().flatten().copied().collect(),
+        facets: Vec::new(),
+        groups: Vec::new(),
+    }
+}
+
+fn main() {
+    println!("| mesh | cells | file (MSH 4.1 ASCII) | read | topology | facets | edges |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    let meshes: Vec<(&str, GmshMesh)> = vec![
+        ("triangles", triangles(71)),
+        ("triangles", triangles(224)),
+        ("triangles", triangles(707)),
+        ("tetrahedra", gmsh::unit_cube_tets(12)),
+        ("tetrahedra", gmsh::unit_cube_tets(26)),
+        ("tetrahedra", gmsh::unit_cube_tets(55)),
+    ];
+    for (name, m) in meshes {
+        let text = gmsh::write41(&m);
+        let (read_ms, back) = best_of_3(|| gmsh::read(text.as_bytes()).expect("reads back"));
+        assert_eq!(back.ncells(), m.ncells());
+        let (topo_ms, t) =
+            best_of_3(|| Topology::new(back.cell_type, &back.cells).expect("a manifold"));
+        println!(
+            "| {name} | {} | {:.1} MB | {read_ms:.0} ms | {topo_ms:.0} ms | {} | {} |",
+            m.ncells(),
+            text.len() as f64 / 1e6,
+            t.nfacets(),
+            t.edges.len()
+        );
+    }
+}

@@ -1,0 +1,327 @@
+//! Topology derived from a cell -> vertex map, as a user would otherwise write it by hand: the
+//! facets (edges in 2-D, faces in 3-D) with their two cells (one on the boundary) and their
+//! vertices, and in 3-D the edges. Each facet is found once through a hash of its sorted
+//! vertices: linear time.
+//!
+//! Owns: host arrays. Must never: touch a Context.
+
+use super::gmsh::CellType;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A small multiplicative hasher for vertex tuples (the standard SipHash costs more than the
+/// rest of the derivation).
+#[derive(Default)]
+struct TupleHasher(u64);
+
+impl Hasher for TupleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64);
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+}
+
+type Key = [u32; 4];
+type KeyMap = HashMap<Key, u32, BuildHasherDefault<TupleHasher>>;
+
+/// A facet's (or edge's) vertices, sorted, padded with `u32::MAX`: the same key from every cell.
+fn key(vs: &[u32]) -> Key {
+    let mut k = [u32::MAX; 4];
+    k[..vs.len()].copy_from_slice(vs);
+    k[..vs.len()].sort_unstable();
+    k
+}
+
+/// Local facets of each cell type, in Gmsh's node numbering, oriented outward.
+fn local_facets(t: CellType) -> &'static [&'static [usize]] {
+    match t {
+        CellType::Triangle => &[&[0, 1], &[1, 2], &[2, 0]],
+        CellType::Quadrilateral => &[&[0, 1], &[1, 2], &[2, 3], &[3, 0]],
+        CellType::Tetrahedron => &[&[0, 2, 1], &[0, 1, 3], &[0, 3, 2], &[1, 2, 3]],
+        CellType::Hexahedron => &[
+            &[0, 3, 2, 1],
+            &[4, 5, 6, 7],
+            &[0, 1, 5, 4],
+            &[1, 2, 6, 5],
+            &[2, 3, 7, 6],
+            &[3, 0, 4, 7],
+        ],
+    }
+}
+
+/// Local edges of a 3-D cell type.
+fn local_edges(t: CellType) -> &'static [[usize; 2]] {
+    match t {
+        CellType::Tetrahedron => &[[0, 1], [1, 2], [2, 0], [0, 3], [1, 3], [2, 3]],
+        CellType::Hexahedron => &[
+            [0, 1],
+            [1, 2],
+            [2, 3],
+            [3, 0],
+            [4, 5],
+            [5, 6],
+            [6, 7],
+            [7, 4],
+            [0, 4],
+            [1, 5],
+            [2, 6],
+            [3, 7],
+        ],
+        _ => &[],
+    }
+}
+
+/// Facets and edges of a mesh.
+#[derive(Clone, Debug)]
+pub struct Topology {
+    /// Vertices per facet (2 in 2-D, 3 or 4 in 3-D).
+    pub facet_arity: usize,
+    /// Each facet's vertices, as the first cell that has it orders them (outward from it).
+    pub facet_vertices: Vec<u32>,
+    /// Each facet's cells: the first cell that has it, then the other (`u32::MAX` for a
+    /// boundary facet).
+    pub facet_cells: Vec<[u32; 2]>,
+    /// In 3-D, each edge's two vertices (empty in 2-D, where the facets are the edges).
+    pub edges: Vec<[u32; 2]>,
+    facet_index: KeyMap,
+}
+
+/// Why the topology cannot be derived.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TopologyError(pub String);
+
+impl Topology {
+    /// Derives facets (and 3-D edges) from `cells` (`cell_type.vertices()` per cell). A facet
+    /// shared by more than two cells (a non-manifold mesh) is an error naming it.
+    pub fn new(cell_type: CellType, cells: &[u32]) -> Result<Topology, TopologyError> {
+        let nv = cell_type.vertices();
+        let ncells = cells.len() / nv;
+        let local = local_facets(cell_type);
+        let facet_arity = local[0].len();
+        let mut index = KeyMap::default();
+        index.reserve(ncells * local.len() / 2 + 16);
+        let mut facet_vertices = Vec::with_capacity(ncells * local.len() / 2 * facet_arity);
+        let mut facet_cells: Vec<[u32; 2]> = Vec::with_capacity(ncells * local.len() / 2);
+        let mut vs = [0u32; 4];
+        for c in 0..ncells {
+            let cell = &cells[c * nv..(c + 1) * nv];
+            for f in local {
+                for (k, &l) in f.iter().enumerate() {
+                    vs[k] = cell[l];
+                }
+                let next = facet_cells.len() as u32;
+                let id = *index.entry(key(&vs[..facet_arity])).or_insert(next);
+                if id == next {
+                    facet_vertices.extend_from_slice(&vs[..facet_arity]);
+                    facet_cells.push([c as u32, u32::MAX]);
+                } else {
+                    let slot = &mut facet_cells[id as usize];
+                    if slot[1] != u32::MAX {
+                        return Err(TopologyError(format!(
+                            "facet with vertices {:?} belongs to cells {}, {} and {}: the mesh \
+                             is not a manifold (each facet may join at most two cells)",
+                            &vs[..facet_arity],
+                            slot[0],
+                            slot[1],
+                            c
+                        )));
+                    }
+                    slot[1] = c as u32;
+                }
+            }
+        }
+        let mut edges = Vec::new();
+        let le = local_edges(cell_type);
+        if !le.is_empty() {
+            let mut seen = KeyMap::default();
+            seen.reserve(ncells * 2);
+            for c in 0..ncells {
+                let cell = &cells[c * nv..(c + 1) * nv];
+                for e in le {
+                    let pair = [cell[e[0]], cell[e[1]]];
+                    let next = edges.len() as u32;
+                    if *seen.entry(key(&pair)).or_insert(next) == next {
+                        edges.push(pair);
+                    }
+                }
+            }
+        }
+        Ok(Topology {
+            facet_arity,
+            facet_vertices,
+            facet_cells,
+            edges,
+            facet_index: index,
+        })
+    }
+    /// Number of facets.
+    pub fn nfacets(&self) -> usize {
+        self.facet_cells.len()
+    }
+    /// Facet `f`'s vertices.
+    pub fn facet(&self, f: usize) -> &[u32] {
+        &self.facet_vertices[f * self.facet_arity..(f + 1) * self.facet_arity]
+    }
+    /// Whether facet `f` is on the boundary (one cell).
+    pub fn is_boundary(&self, f: usize) -> bool {
+        self.facet_cells[f][1] == u32::MAX
+    }
+    /// The facets on the boundary, ascending.
+    pub fn boundary(&self) -> Vec<u32> {
+        (0..self.nfacets() as u32)
+            .filter(|&f| self.is_boundary(f as usize))
+            .collect()
+    }
+    /// The facet with these vertices (in any order), if the mesh has it.
+    pub fn facet_of(&self, vertices: &[u32]) -> Option<u32> {
+        (vertices.len() == self.facet_arity)
+            .then(|| self.facet_index.get(&key(vertices)).copied())
+            .flatten()
+    }
+}
+
+/// A mesh from a file as parloop data, in OP2's layout: interior facets (two cells) and
+/// boundary facets (one cell) are separate sets, as Airfoil's edges and boundary edges are.
+pub struct MeshData {
+    /// The mesh's vertices.
+    pub vertices: crate::Set,
+    /// Its cells.
+    pub cells: crate::Set,
+    /// Facets between two cells.
+    pub facets: crate::Set,
+    /// Facets on the boundary.
+    pub boundary: crate::Set,
+    /// Cell -> its vertices (Gmsh's order).
+    pub cell_vertices: crate::Map,
+    /// Interior facet -> its two cells.
+    pub facet_cells: crate::Map,
+    /// Interior facet -> its vertices.
+    pub facet_vertices: crate::Map,
+    /// Boundary facet -> its cell.
+    pub boundary_cell: crate::Map,
+    /// Boundary facet -> its vertices (oriented outward).
+    pub boundary_vertices: crate::Map,
+    /// Vertex coordinates (dim: the mesh's dimension), in f32.
+    pub coords: crate::Dat<f32>,
+    /// Physical groups: a Subset of the cells, the interior facets or the boundary facets,
+    /// named as in the file (a group of facets on both sides of the boundary gives two).
+    pub groups: Vec<crate::Subset>,
+}
+
+impl MeshData {
+    /// The mesh `m` (with its topology `t`) as Sets, Maps, a coordinates Dat and Subsets on
+    /// `ctx`. A tagged facet the mesh does not have is an error naming its group.
+    pub fn new(
+        ctx: &crate::Context,
+        m: &super::gmsh::GmshMesh,
+        t: &Topology,
+    ) -> crate::Result<MeshData> {
+        use crate::{Map, Set, Subset};
+        let vertices = Set::new("vertices", m.nvertices());
+        let cells = Set::new("cells", m.ncells());
+        let (mut interior, mut bnd) = (Vec::new(), Vec::new());
+        let mut place = vec![(false, 0u32); t.nfacets()];
+        for f in 0..t.nfacets() {
+            if t.is_boundary(f) {
+                place[f] = (true, bnd.len() as u32);
+                bnd.push(f);
+            } else {
+                place[f] = (false, interior.len() as u32);
+                interior.push(f);
+            }
+        }
+        let facets = Set::new("facets", interior.len());
+        let boundary = Set::new("boundary facets", bnd.len());
+        let cell_vertices = Map::new(
+            "cell_vertices",
+            &cells,
+            &vertices,
+            m.cell_type.vertices(),
+            &m.cells,
+        )?;
+        let fc: Vec<u32> = interior.iter().flat_map(|&f| t.facet_cells[f]).collect();
+        let facet_cells = Map::new("facet_cells", &facets, &cells, 2, &fc)?;
+        let fv: Vec<u32> = interior.iter().flat_map(|&f| t.facet(f).to_vec()).collect();
+        let facet_vertices = Map::new("facet_vertices", &facets, &vertices, t.facet_arity, &fv)?;
+        let bc: Vec<u32> = bnd.iter().map(|&f| t.facet_cells[f][0]).collect();
+        let boundary_cell = Map::new("boundary_cell", &boundary, &cells, 1, &bc)?;
+        let bv: Vec<u32> = bnd.iter().flat_map(|&f| t.facet(f).to_vec()).collect();
+        let boundary_vertices = Map::new(
+            "boundary_vertices",
+            &boundary,
+            &vertices,
+            t.facet_arity,
+            &bv,
+        )?;
+        let d = m.dim();
+        let xyz: Vec<f32> = m
+            .coords
+            .iter()
+            .flat_map(|c| c[..d].iter().map(|&x| x as f32))
+            .collect();
+        let coords = ctx.dat("coords", &vertices, d, &xyz)?;
+        let mut groups = Vec::new();
+        for g in &m.groups {
+            if g.dim == m.dim() {
+                groups.push(Subset::new(g.name.clone(), &cells, &g.members)?);
+                continue;
+            }
+            let (mut on_b, mut on_i) = (Vec::new(), Vec::new());
+            for &k in &g.members {
+                let vs = &m.facets[k as usize];
+                let f = t.facet_of(vs).ok_or_else(|| {
+                    crate::Error::Data(format!(
+                        "physical group `{}`: its element with vertices {vs:?} is not a facet of \
+                         any cell",
+                        g.name
+                    ))
+                })?;
+                match place[f as usize] {
+                    (true, i) => on_b.push(i),
+                    (false, i) => on_i.push(i),
+                }
+            }
+            on_b.sort_unstable();
+            on_b.dedup();
+            on_i.sort_unstable();
+            on_i.dedup();
+            if !on_b.is_empty() {
+                groups.push(Subset::new(g.name.clone(), &boundary, &on_b)?);
+            }
+            if !on_i.is_empty() {
+                groups.push(Subset::new(g.name.clone(), &facets, &on_i)?);
+            }
+        }
+        Ok(MeshData {
+            vertices,
+            cells,
+            facets,
+            boundary,
+            cell_vertices,
+            facet_cells,
+            facet_vertices,
+            boundary_cell,
+            boundary_vertices,
+            coords,
+            groups,
+        })
+    }
+    /// The Subset named `name` (the first, if the group spans interior and boundary facets).
+    pub fn group(&self, name: &str) -> Option<&crate::Subset> {
+        self.groups.iter().find(|s| s.name() == name)
+    }
+}

@@ -1,0 +1,444 @@
+//! Gmsh meshes: the committed meshes (a disk of triangles, an L-shape of quadrilaterals, a unit
+//! cube of tetrahedra, made by the generators below and written by `gmsh::write41`) read back
+//! with their counts and physical groups; topology checked (interior facets join two cells that
+//! share its vertices, the boundary is closed, Euler's formula); writer -> reader round trips;
+//! MSH 2.2 ASCII; malformed files; the topology against a brute-force construction on random
+//! meshes; the mesh as parloop data.
+//!
+//! `UPDATE_MESHES=1 cargo test --test gmsh` rewrites tests/data/*.msh.
+
+use parloop::mesh::gmsh::{self, CellType, GmshMesh, Group};
+use parloop::mesh::topology::{MeshData, Topology};
+use parloop::mesh::unit_square;
+use proptest::prelude::*;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Boundary facets of `cells` split into groups by `which` (a facet's vertex coordinates ->
+/// group index).
+fn tag_boundary(
+    cell_type: CellType,
+    cells: &[u32],
+    coords: &[[f64; 3]],
+    names: &[&str],
+    which: impl Fn(&[[f64; 3]]) -> usize,
+) -> (Vec<Vec<u32>>, Vec<Group>) {
+    let t = Topology::new(cell_type, cells).unwrap();
+    let dim = cell_type.dim();
+    let mut facets = Vec::new();
+    let mut groups: Vec<Group> = names
+        .iter()
+        .enumerate()
+        .map(|(k, n)| Group {
+            name: n.to_string(),
+            dim: dim - 1,
+            tag: 10 + k as i32,
+            members: Vec::new(),
+        })
+        .collect();
+    for f in t.boundary() {
+        let vs = t.facet(f as usize).to_vec();
+        let xs: Vec<[f64; 3]> = vs.iter().map(|&v| coords[v as usize]).collect();
+        groups[which(&xs)].members.push(facets.len() as u32);
+        facets.push(vs);
+    }
+    (facets, groups)
+}
+
+/// The unit disk: the square [-1, 1]^2 triangulated n x n, mapped onto the disk (the square's
+/// boundary onto the circle). Groups: "disk" (cells), "upper" and "lower" (the circle, y >= 0
+/// and y < 0 by the facet's midpoint).
+fn disk(n: usize) -> GmshMesh {
+    let sq = unit_square(n);
+    let coords: Vec<[f64; 3]> = sq
+        .coords
+        .iter()
+        .map(|c| {
+            let (x, y) = (2.0 * c[0] - 1.0, 2.0 * c[1] - 1.0);
+            [
+                x * (1.0 - y * y / 2.0).sqrt(),
+                y * (1.0 - x * x / 2.0).sqrt(),
+                0.0,
+            ]
+        })
+        .collect();
+    let cells: Vec<u32> = sq.cells.iter().flatten().copied().collect();
+    let (facets, mut groups) = tag_boundary(
+        CellType::Triangle,
+        &cells,
+        &coords,
+        &["upper", "lower"],
+        |xs| usize::from(xs[0][1] + xs[1][1] < 0.0),
+    );
+    groups.insert(
+        0,
+        Group {
+            name: "disk".into(),
+            dim: 2,
+            tag: 1,
+            members: (0..cells.len() as u32 / 3).collect(),
+        },
+    );
+    GmshMesh {
+        coords,
+        cell_type: CellType::Triangle,
+        cells,
+        facets,
+        groups,
+    }
+}
+
+/// The L-shape [0, 2]^2 minus (1, 2]^2 in quadrilaterals of side 1/n. Groups: "domain",
+/// "left" (x = 0) and "rest" (the other boundary facets).
+fn lshape(n: usize) -> GmshMesh {
+    let m = 2 * n + 1;
+    let id = |i: usize, j: usize| (j * m + i) as u32;
+    let coords: Vec<[f64; 3]> = (0..m * m)
+        .map(|v| [(v % m) as f64 / n as f64, (v / m) as f64 / n as f64, 0.0])
+        .collect();
+    let mut cells = Vec::new();
+    for j in 0..2 * n {
+        for i in 0..2 * n {
+            if i >= n && j >= n {
+                continue;
+            }
+            cells.extend([id(i, j), id(i + 1, j), id(i + 1, j + 1), id(i, j + 1)]);
+        }
+    }
+    // Drop the vertices of the removed quadrant (renumbering the rest).
+    let used: BTreeSet<u32> = cells.iter().copied().collect();
+    let renum: BTreeMap<u32, u32> = used
+        .iter()
+        .enumerate()
+        .map(|(k, &v)| (v, k as u32))
+        .collect();
+    let coords: Vec<[f64; 3]> = used.iter().map(|&v| coords[v as usize]).collect();
+    let cells: Vec<u32> = cells.iter().map(|v| renum[v]).collect();
+    let (facets, mut groups) = tag_boundary(
+        CellType::Quadrilateral,
+        &cells,
+        &coords,
+        &["left", "rest"],
+        |xs| usize::from(!(xs[0][0] == 0.0 && xs[1][0] == 0.0)),
+    );
+    groups.insert(
+        0,
+        Group {
+            name: "domain".into(),
+            dim: 2,
+            tag: 1,
+            members: (0..cells.len() as u32 / 4).collect(),
+        },
+    );
+    GmshMesh {
+        coords,
+        cell_type: CellType::Quadrilateral,
+        cells,
+        facets,
+        groups,
+    }
+}
+
+/// The unit cube of tetrahedra. Groups: "cube", "bottom" (z = 0) and "sides" (the rest of the
+/// boundary).
+fn cube(n: usize) -> GmshMesh {
+    let GmshMesh { coords, cells, .. } = gmsh::unit_cube_tets(n);
+    let (facets, mut groups) = tag_boundary(
+        CellType::Tetrahedron,
+        &cells,
+        &coords,
+        &["bottom", "sides"],
+        |xs| usize::from(!xs.iter().all(|x| x[2] == 0.0)),
+    );
+    groups.insert(
+        0,
+        Group {
+            name: "cube".into(),
+            dim: 3,
+            tag: 1,
+            members: (0..cells.len() as u32 / 4).collect(),
+        },
+    );
+    GmshMesh {
+        coords,
+        cell_type: CellType::Tetrahedron,
+        cells,
+        facets,
+        groups,
+    }
+}
+
+/// What a mesh means, independent of the order of its facet elements and groups: the
+/// vertices, the cells, and each group's members (cells by index, facets by vertex list).
+type Canonical = (
+    Vec<[f64; 3]>,
+    CellType,
+    Vec<u32>,
+    BTreeMap<(usize, i32, String), BTreeSet<Vec<u32>>>,
+);
+
+fn canonical(m: &GmshMesh) -> Canonical {
+    let groups = m
+        .groups
+        .iter()
+        .map(|g| {
+            let members = g
+                .members
+                .iter()
+                .map(|&k| {
+                    if g.dim == m.dim() {
+                        vec![k]
+                    } else {
+                        m.facets[k as usize].clone()
+                    }
+                })
+                .collect();
+            ((g.dim, g.tag, g.name.clone()), members)
+        })
+        .collect();
+    (m.coords.clone(), m.cell_type, m.cells.clone(), groups)
+}
+
+fn committed() -> Vec<(&'static str, GmshMesh)> {
+    vec![("disk", disk(8)), ("lshape", lshape(4)), ("cube", cube(3))]
+}
+
+fn data_path(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/data/{name}.msh"))
+}
+
+#[test]
+fn committed_meshes_are_what_the_generators_write() {
+    for (name, m) in committed() {
+        let text = gmsh::write41(&m);
+        let path = data_path(name);
+        if std::env::var_os("UPDATE_MESHES").is_some() {
+            std::fs::write(&path, &text).unwrap();
+        }
+        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            on_disk == text,
+            "{}: rerun with UPDATE_MESHES=1",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn committed_meshes_read_back_with_their_counts_and_groups() {
+    let expect = [
+        (
+            "disk",
+            81,
+            128,
+            &[("disk", 2, 128), ("upper", 1, 16), ("lower", 1, 16)][..],
+        ),
+        (
+            "lshape",
+            65,
+            48,
+            &[("domain", 2, 48), ("left", 1, 8), ("rest", 1, 24)][..],
+        ),
+        (
+            "cube",
+            64,
+            162,
+            &[("cube", 3, 162), ("bottom", 2, 18), ("sides", 2, 90)][..],
+        ),
+    ];
+    for (name, nv, nc, groups) in expect {
+        let m = gmsh::read_file(&data_path(name)).unwrap();
+        assert_eq!((m.nvertices(), m.ncells()), (nv, nc), "{name}");
+        for &(g, dim, size) in groups {
+            let grp = m.group(g).unwrap_or_else(|| panic!("{name}: group {g}"));
+            assert_eq!(
+                (grp.dim, grp.members.len()),
+                (dim, size),
+                "{name}: group {g}"
+            );
+        }
+        // Read back exactly what was written.
+        let generated = committed().into_iter().find(|(n, _)| *n == name).unwrap().1;
+        assert!(
+            canonical(&m) == canonical(&generated),
+            "{name}: not what was written"
+        );
+    }
+}
+
+/// Interior facets join two cells that both hold its vertices; boundary facets close up (in
+/// 2-D every boundary vertex ends two boundary edges, in 3-D every boundary edge borders two
+/// boundary faces); Euler's formula for a ball.
+fn check_topology(m: &GmshMesh) {
+    let t = Topology::new(m.cell_type, &m.cells).unwrap();
+    for f in 0..t.nfacets() {
+        let [a, b] = t.facet_cells[f];
+        for &c in [a, b].iter().filter(|&&c| c != u32::MAX) {
+            for v in t.facet(f) {
+                assert!(m.cell(c as usize).contains(v), "facet {f} and cell {c}");
+            }
+        }
+    }
+    let bnd = t.boundary();
+    assert!(!bnd.is_empty());
+    let mut count: BTreeMap<(u32, u32), usize> = BTreeMap::new();
+    for &f in &bnd {
+        let vs = t.facet(f as usize);
+        if m.dim() == 2 {
+            for &v in vs {
+                *count.entry((v, v)).or_default() += 1;
+            }
+        } else {
+            for k in 0..vs.len() {
+                let (a, b) = (vs[k], vs[(k + 1) % vs.len()]);
+                *count.entry((a.min(b), a.max(b))).or_default() += 1;
+            }
+        }
+    }
+    assert!(
+        count.values().all(|&c| c == 2),
+        "the boundary is not closed"
+    );
+    let (v, f, c) = (m.nvertices() as i64, t.nfacets() as i64, m.ncells() as i64);
+    let euler = if m.dim() == 2 {
+        v - f + c
+    } else {
+        v - t.edges.len() as i64 + f - c
+    };
+    assert_eq!(euler, 1, "Euler characteristic of a ball");
+}
+
+#[test]
+fn derived_topology_of_the_committed_meshes() {
+    for (_, m) in committed() {
+        check_topology(&m);
+    }
+}
+
+#[test]
+fn writer_and_reader_round_trip() {
+    for (_, m) in committed() {
+        let back = gmsh::read(gmsh::write41(&m).as_bytes()).unwrap();
+        assert!(canonical(&back) == canonical(&m), "round trip");
+        // Writing what was read gives the same file.
+        assert_eq!(gmsh::write41(&back), gmsh::write41(&m));
+    }
+}
+
+const SQUARE_22: &str = "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$PhysicalNames\n2\n1 5 \"wall\"\n2 7 \"inside\"\n$EndPhysicalNames\n$Nodes\n4\n1 0 0 0\n2 1 0 0\n3 1 1 0\n4 0 1 0\n$EndNodes\n$Elements\n4\n1 1 2 5 1 1 2\n2 15 2 0 1 1\n3 2 2 7 1 1 2 3\n4 2 2 7 1 1 3 4\n$EndElements\n";
+
+#[test]
+fn msh_2_2_ascii() {
+    let m = gmsh::read(SQUARE_22.as_bytes()).unwrap();
+    assert_eq!(m.cell_type, CellType::Triangle);
+    assert_eq!(m.cells, [0, 1, 2, 0, 2, 3]);
+    assert_eq!(m.facets, [vec![0, 1]]);
+    assert_eq!(m.group("inside").unwrap().members, [0, 1]);
+    assert_eq!(m.group("wall").unwrap().members, [0]);
+    check_topology(&m);
+}
+
+#[test]
+fn malformed_files_say_what_and_where() {
+    let e = |bytes: &[u8]| gmsh::read(bytes).unwrap_err().to_string();
+    let text = gmsh::write41(&disk(4));
+    let cut = e(&text.as_bytes()[..text.len() * 3 / 5]);
+    assert!(cut.starts_with("line "), "{cut}");
+    let second_order = SQUARE_22.replace("3 2 2 7 1 1 2 3", "3 9 2 7 1 1 2 3 1 2 3");
+    let so = e(second_order.as_bytes());
+    assert!(
+        so.contains("element type 9 (6-node second-order triangle) is not supported"),
+        "{so}"
+    );
+    let no_nodes = SQUARE_22
+        .replace("$Nodes", "$Nodez")
+        .replace("$EndNodes", "$EndNodez");
+    assert!(e(no_nodes.as_bytes()).contains("no $Nodes section"));
+    assert!(e(b"hello").contains("not a Gmsh .msh file"));
+    let v3 = SQUARE_22.replace("2.2 0 8", "3.0 0 8");
+    assert!(e(v3.as_bytes()).contains("version 3.0 0 8 is not supported"));
+    let missing = SQUARE_22.replace("1 1 3 4", "1 1 3 9");
+    assert!(e(missing.as_bytes()).contains("node 9, which $Nodes does not define"));
+    let mixed = SQUARE_22.replace("4 2 2 7 1 1 3 4", "4 3 2 7 1 1 2 3 4");
+    assert!(e(mixed.as_bytes()).contains("mixes triangle and quadrilateral cells"));
+}
+
+#[test]
+fn a_non_manifold_mesh_is_refused() {
+    // Three triangles on one edge (0, 1).
+    let e = Topology::new(CellType::Triangle, &[0, 1, 2, 1, 0, 3, 0, 1, 4]).unwrap_err();
+    assert!(e.to_string().contains("not a manifold"), "{e}");
+}
+
+/// Facets by brute force: every pair of cells sharing a facet's worth of vertices, and every
+/// cell face no other cell shares.
+fn brute_force(cells: &[[u32; 3]]) -> BTreeMap<Vec<u32>, Vec<u32>> {
+    let mut out: BTreeMap<Vec<u32>, Vec<u32>> = BTreeMap::new();
+    for (c, cell) in cells.iter().enumerate() {
+        for k in 0..3 {
+            let mut e = vec![cell[k], cell[(k + 1) % 3]];
+            e.sort();
+            let sharing: Vec<u32> = cells
+                .iter()
+                .enumerate()
+                .filter(|(_, o)| o.contains(&e[0]) && o.contains(&e[1]))
+                .map(|(d, _)| d as u32)
+                .collect();
+            assert!(sharing.contains(&(c as u32)));
+            out.insert(e, sharing);
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+    #[test]
+    fn topology_matches_brute_force(n in 1usize..7, seed in any::<u64>(), keep in 0.3f64..1.0) {
+        // A square's triangles, vertices renumbered at random, a random part of the cells kept.
+        let sq = unit_square(n);
+        let mut rng = parloop::util::Rng::new(seed);
+        let mut perm: Vec<u32> = (0..sq.nvertices() as u32).collect();
+        for i in (1..perm.len()).rev() {
+            perm.swap(i, rng.below(i + 1));
+        }
+        let cells: Vec<[u32; 3]> = sq
+            .cells
+            .iter()
+            .filter(|_| rng.unit() < keep)
+            .map(|c| c.map(|v| perm[v as usize]))
+            .collect();
+        prop_assume!(!cells.is_empty());
+        let flat: Vec<u32> = cells.iter().flatten().copied().collect();
+        let t = Topology::new(CellType::Triangle, &flat).unwrap();
+        let mut got: BTreeMap<Vec<u32>, Vec<u32>> = BTreeMap::new();
+        for f in 0..t.nfacets() {
+            let mut k = t.facet(f).to_vec();
+            k.sort();
+            let mut cs: Vec<u32> = t.facet_cells[f].iter().copied().filter(|&c| c != u32::MAX).collect();
+            cs.sort();
+            prop_assert!(got.insert(k, cs).is_none(), "a facet twice");
+        }
+        prop_assert_eq!(got, brute_force(&cells));
+    }
+}
+
+#[test]
+fn the_mesh_as_parloop_data() {
+    let ctx = parloop::Context::new().unwrap();
+    for (_, m) in committed() {
+        let t = Topology::new(m.cell_type, &m.cells).unwrap();
+        let d = MeshData::new(&ctx, &m, &t).unwrap();
+        assert_eq!(d.cells.size(), m.ncells());
+        assert_eq!(d.facets.size() + d.boundary.size(), t.nfacets());
+        assert_eq!(d.boundary.size(), t.boundary().len());
+        // The boundary groups cover the boundary, once.
+        let covered: usize = m
+            .groups
+            .iter()
+            .filter(|g| g.dim + 1 == m.dim())
+            .map(|g| d.group(&g.name).unwrap().len())
+            .sum();
+        assert_eq!(covered, d.boundary.size());
+        assert_eq!(d.coords.dim(), m.dim());
+    }
+}
