@@ -12,7 +12,7 @@
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use parloop::apps::wave::{Wave, reference};
-use parloop::mesh::{unit_square, vtk::Series};
+use parloop::mesh::{TriMesh, unit_square, vtk::Series};
 use parloop::{Config, Context, Result};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -62,6 +62,23 @@ struct Args {
     /// Print `checksum: <sum of |p|>` at the end (what the browser test compares).
     #[arg(long)]
     checksum: bool,
+    /// Run on this Gmsh mesh of triangles (.msh 4.1 or 2.2) instead of the unit square.
+    #[arg(long)]
+    mesh: Option<PathBuf>,
+}
+
+/// The mesh the run uses: the --mesh file's triangles, or the n x n unit square; and its
+/// description.
+fn mesh(a: &Args) -> Result<(TriMesh, String)> {
+    match &a.mesh {
+        Some(path) => {
+            let m = parloop::mesh::gmsh::read_file(path)
+                .and_then(|m| m.triangles())
+                .map_err(|e| parloop::Error::Usage(format!("--mesh: {e}")))?;
+            Ok((m, path.display().to_string()))
+        }
+        None => Ok((unit_square(a.n), format!("{} x {} unit square", a.n, a.n))),
+    }
 }
 
 fn main() {
@@ -88,15 +105,11 @@ fn run(a: Args) -> Result<()> {
     let comm = parloop::dist::Comm::from_launcher()?;
     let root = comm.rank() == 0;
     let ctx = Context::with_comm(env, &comm)?;
+    let (tri, described) = mesh(&a)?;
     let mut w = if comm.size() > 1 {
-        Wave::distributed(
-            &ctx,
-            unit_square(a.n),
-            a.dt as f32,
-            parloop::dist::Partitioner::KWay,
-        )?
+        Wave::distributed(&ctx, tri, a.dt as f32, parloop::dist::Partitioner::KWay)?
     } else {
-        Wave::new(&ctx, a.n, a.dt as f32)?
+        Wave::on_mesh(&ctx, tri, a.dt as f32)?
     };
     let e0 = w.energy()?;
     let mut series = (a.every > 0 && root)
@@ -165,9 +178,7 @@ fn run(a: Args) -> Result<()> {
     }
     println!("adapter:        {}", ctx.adapter());
     println!(
-        "mesh:           {} x {} unit square, {} vertices, {} triangles",
-        a.n,
-        a.n,
+        "mesh:           {described}, {} vertices, {} triangles",
         w.mesh.nvertices(),
         w.mesh.ncells()
     );
@@ -205,7 +216,7 @@ fn run(a: Args) -> Result<()> {
 }
 
 fn run_reference(a: &Args, steps: u64) -> Result<()> {
-    let mesh = unit_square(a.n);
+    let (mesh, described) = mesh(a)?;
     let mut s = reference::State::new(&mesh);
     let e0 = s.energy();
     let start = Instant::now();
@@ -216,9 +227,7 @@ fn run_reference(a: &Args, steps: u64) -> Result<()> {
     let e1 = s.energy();
     println!("adapter:        CPU reference (plain Rust, f64, one core)");
     println!(
-        "mesh:           {} x {} unit square, {} vertices, {} triangles",
-        a.n,
-        a.n,
+        "mesh:           {described}, {} vertices, {} triangles",
         mesh.nvertices(),
         mesh.ncells()
     );

@@ -140,6 +140,26 @@ impl GmshMesh {
         let n = self.cell_type.vertices();
         &self.cells[c * n..(c + 1) * n]
     }
+    /// A triangle mesh as the wave demo takes it: 2-D coordinates, triangles turned
+    /// counter-clockwise. An error names the cell type of any other mesh.
+    pub fn triangles(&self) -> Result<super::TriMesh, MshError> {
+        if self.cell_type != CellType::Triangle {
+            return err(format!(
+                "this mesh has {} cells: the wave demo runs on triangles (P1)",
+                self.cell_type.name()
+            ));
+        }
+        let coords: Vec<[f64; 2]> = self.coords.iter().map(|c| [c[0], c[1]]).collect();
+        let cells = (0..self.ncells())
+            .map(|c| {
+                let [a, b, d] = <[u32; 3]>::try_from(self.cell(c)).expect("3 vertices");
+                let (p, q, r) = (coords[a as usize], coords[b as usize], coords[d as usize]);
+                let det = (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0]);
+                if det < 0.0 { [a, d, b] } else { [a, b, d] }
+            })
+            .collect();
+        Ok(super::TriMesh { coords, cells })
+    }
     /// The group named `name`, if any.
     pub fn group(&self, name: &str) -> Option<&Group> {
         self.groups.iter().find(|g| g.name == name)
