@@ -448,7 +448,10 @@ fn the_mesh_as_parloop_data() {
 #[test]
 fn the_wave_on_a_gmsh_disk_matches_the_reference() {
     use parloop::apps::wave::{Wave, reference};
-    let mesh = gmsh::read_file(&data_path("disk")).unwrap().triangles().unwrap();
+    let mesh = gmsh::read_file(&data_path("disk"))
+        .unwrap()
+        .triangles()
+        .unwrap();
     let (steps, dt) = (200, 0.001);
     let mut r = reference::State::new(&mesh);
     for _ in 0..steps {
@@ -465,8 +468,86 @@ fn the_wave_on_a_gmsh_disk_matches_the_reference() {
         .iter()
         .zip(&r.p)
         .fold(0.0f64, |m, (g, c)| m.max((*g as f64 - c).abs()));
-    assert!(diff <= 1e-5 * scale, "p differs by {:e} (scale {scale})", diff / scale);
+    assert!(
+        diff <= 1e-5 * scale,
+        "p differs by {:e} (scale {scale})",
+        diff / scale
+    );
     // A tetrahedral mesh is refused with its cell type named.
     let cube = gmsh::read_file(&data_path("cube")).unwrap();
-    assert!(cube.triangles().unwrap_err().to_string().contains("tetrahedron cells"));
+    assert!(
+        cube.triangles()
+            .unwrap_err()
+            .to_string()
+            .contains("tetrahedron cells")
+    );
+}
+
+/// Renumbering (and shuffling) permutes vertices and cells and changes no result: the same
+/// cells by coordinates, the same groups, and the wave gives the same p at each vertex to
+/// round-off.
+#[test]
+fn renumbering_is_a_permutation_and_changes_no_result() {
+    use parloop::apps::wave::Wave;
+    let m = disk(12);
+    let cells_by_coords = |m: &GmshMesh| {
+        let mut v: Vec<Vec<[u64; 3]>> = (0..m.ncells())
+            .map(|c| {
+                let mut x: Vec<[u64; 3]> = m
+                    .cell(c)
+                    .iter()
+                    .map(|&v| m.coords[v as usize].map(f64::to_bits))
+                    .collect();
+                x.sort();
+                x
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let ctx = parloop::Context::new().unwrap();
+    let run = |m: &GmshMesh| {
+        let mut w = Wave::on_mesh(&ctx, m.triangles().unwrap(), 0.001).unwrap();
+        for _ in 0..100 {
+            w.step().unwrap();
+        }
+        w.p.data_ro().unwrap().to_vec()
+    };
+    let base = run(&m);
+    for (what, (r, order)) in [("renumbered", m.renumbered()), ("shuffled", m.shuffled(7))] {
+        let mut seen = order.clone();
+        seen.sort_unstable();
+        assert_eq!(
+            seen,
+            (0..m.nvertices() as u32).collect::<Vec<_>>(),
+            "{what}"
+        );
+        assert_eq!(cells_by_coords(&r), cells_by_coords(&m), "{what}");
+        for (g, h) in r.groups.iter().zip(&m.groups) {
+            assert_eq!(
+                (&g.name, g.members.len()),
+                (&h.name, h.members.len()),
+                "{what}"
+            );
+        }
+        let p = run(&r);
+        let scale = base.iter().fold(0f32, |a, v| a.max(v.abs()));
+        for (k, &v) in order.iter().enumerate() {
+            assert!(
+                (p[k] - base[v as usize]).abs() <= 1e-5 * scale,
+                "{what}: vertex {v}"
+            );
+        }
+    }
+    // The renumbered disk's cells read their vertices closer together than the shuffled one's.
+    let spread = |m: &GmshMesh| -> f64 {
+        (0..m.ncells())
+            .map(|c| {
+                let vs = m.cell(c);
+                (*vs.iter().max().unwrap() - *vs.iter().min().unwrap()) as f64
+            })
+            .sum::<f64>()
+            / m.ncells() as f64
+    };
+    assert!(spread(&m.renumbered().0) < spread(&m.shuffled(7).0) / 4.0);
 }

@@ -167,6 +167,7 @@ impl GmshMesh {
 }
 
 mod parse;
+mod renumber;
 mod write;
 
 use parse::{Raw, format_line, physical_names, read22, read41};
