@@ -48,6 +48,11 @@ fn main() {
         ("tetrahedra", gmsh::unit_cube_tets(12)),
         ("tetrahedra", gmsh::unit_cube_tets(26)),
         ("tetrahedra", gmsh::unit_cube_tets(55)),
+        // The same with a random numbering: the derivation's memory access at its worst.
+        (
+            "tetrahedra, shuffled",
+            gmsh::unit_cube_tets(55).shuffled(1).0,
+        ),
     ];
     for (name, m) in meshes {
         let text = gmsh::write41(&m);

@@ -1,41 +1,13 @@
 //! Topology derived from a cell -> vertex map, as a user would otherwise write it by hand: the
 //! facets (edges in 2-D, faces in 3-D) with their two cells (one on the boundary) and their
-//! vertices, and in 3-D the edges. Each facet is found once through a hash of its sorted
-//! vertices: linear time.
+//! vertices, and in 3-D the edges, in linear time: each facet is found once, from its first
+//! cell, among the cells around its lowest vertex.
 //!
 //! Owns: host arrays. Must never: touch a Context.
 
 use super::gmsh::CellType;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// A small multiplicative hasher for vertex tuples (the standard SipHash costs more than the
-/// rest of the derivation).
-#[derive(Default)]
-struct TupleHasher(u64);
-
-impl Hasher for TupleHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.write_u64(v as u64);
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-}
 
 type Key = [u32; 4];
-type KeyMap = HashMap<Key, u32, BuildHasherDefault<TupleHasher>>;
 
 /// A facet's (or edge's) vertices, sorted, padded with `u32::MAX`: the same key from every cell.
 fn key(vs: &[u32]) -> Key {
@@ -96,7 +68,13 @@ pub struct Topology {
     pub facet_cells: Vec<[u32; 2]>,
     /// In 3-D, each edge's two vertices (empty in 2-D, where the facets are the edges).
     pub edges: Vec<[u32; 2]>,
-    facet_index: KeyMap,
+    cells: Vec<u32>,
+    cell_type: CellType,
+    /// Vertex v's cells are `incident[start[v]..start[v + 1]]`.
+    start: Vec<u32>,
+    incident: Vec<u32>,
+    /// The facet of each (cell, local facet).
+    cell_facet: Vec<u32>,
 }
 
 /// Why the topology cannot be derived.
@@ -107,57 +85,100 @@ pub struct TopologyError(pub String);
 impl Topology {
     /// Derives facets (and 3-D edges) from `cells` (`cell_type.vertices()` per cell). A facet
     /// shared by more than two cells (a non-manifold mesh) is an error naming it.
+    ///
+    /// Each facet is found from its first cell by scanning the cells around its lowest vertex
+    /// (a vertex -> cells table built first): no global hash table, so the work stays in
+    /// cache when the mesh is numbered with locality.
     pub fn new(cell_type: CellType, cells: &[u32]) -> Result<Topology, TopologyError> {
         let nv = cell_type.vertices();
         let ncells = cells.len() / nv;
         let local = local_facets(cell_type);
+        let nf = local.len();
         let facet_arity = local[0].len();
-        let mut index = KeyMap::default();
-        index.reserve(ncells * local.len() / 2 + 16);
-        let mut facet_vertices = Vec::with_capacity(ncells * local.len() / 2 * facet_arity);
-        let mut facet_cells: Vec<[u32; 2]> = Vec::with_capacity(ncells * local.len() / 2);
+        let nverts = cells.iter().max().map_or(0, |&m| m as usize + 1);
+        // Vertex -> incident cells, as offsets and a flat list.
+        let mut start = vec![0u32; nverts + 1];
+        for &v in cells {
+            start[v as usize + 1] += 1;
+        }
+        for v in 0..nverts {
+            start[v + 1] += start[v];
+        }
+        let mut fill = start.clone();
+        let mut incident = vec![0u32; cells.len()];
+        for (p, &v) in cells.iter().enumerate() {
+            incident[fill[v as usize] as usize] = (p / nv) as u32;
+            fill[v as usize] += 1;
+        }
+        let cell = |c: usize| &cells[c * nv..(c + 1) * nv];
+        let mut cell_facet = vec![u32::MAX; ncells * nf];
+        let mut facet_vertices = Vec::with_capacity(ncells * nf / 2 * facet_arity);
+        let mut facet_cells: Vec<[u32; 2]> = Vec::with_capacity(ncells * nf / 2);
         let mut vs = [0u32; 4];
         for c in 0..ncells {
-            let cell = &cells[c * nv..(c + 1) * nv];
-            for f in local {
-                for (k, &l) in f.iter().enumerate() {
-                    vs[k] = cell[l];
+            for (l, f) in local.iter().enumerate() {
+                if cell_facet[c * nf + l] != u32::MAX {
+                    continue;
                 }
-                let next = facet_cells.len() as u32;
-                let id = *index.entry(key(&vs[..facet_arity])).or_insert(next);
-                if id == next {
-                    facet_vertices.extend_from_slice(&vs[..facet_arity]);
-                    facet_cells.push([c as u32, u32::MAX]);
-                } else {
-                    let slot = &mut facet_cells[id as usize];
-                    if slot[1] != u32::MAX {
+                for (k, &i) in f.iter().enumerate() {
+                    vs[k] = cell(c)[i];
+                }
+                let face = &vs[..facet_arity];
+                let low = *face.iter().min().expect("a facet has vertices") as usize;
+                let mut other: Option<(u32, usize)> = None;
+                for &d in &incident[start[low] as usize..start[low + 1] as usize] {
+                    if d as usize == c || !face.iter().all(|v| cell(d as usize).contains(v)) {
+                        continue;
+                    }
+                    // The local facet of d with these vertices (none: d only touches them).
+                    let k = key(face);
+                    let Some(ld) = local.iter().position(|g| {
+                        let mut w = [0u32; 4];
+                        for (j, &i) in g.iter().enumerate() {
+                            w[j] = cell(d as usize)[i];
+                        }
+                        key(&w[..facet_arity]) == k
+                    }) else {
+                        continue;
+                    };
+                    if let Some((e, _)) = other {
                         return Err(TopologyError(format!(
-                            "facet with vertices {:?} belongs to cells {}, {} and {}: the mesh \
-                             is not a manifold (each facet may join at most two cells)",
-                            &vs[..facet_arity],
-                            slot[0],
-                            slot[1],
-                            c
+                            "facet with vertices {face:?} belongs to cells {c}, {e} and {d}: \
+                             the mesh is not a manifold (each facet may join at most two cells)"
                         )));
                     }
-                    slot[1] = c as u32;
+                    other = Some((d, ld));
+                }
+                let id = facet_cells.len() as u32;
+                facet_vertices.extend_from_slice(face);
+                facet_cells.push([c as u32, other.map_or(u32::MAX, |(d, _)| d)]);
+                cell_facet[c * nf + l] = id;
+                if let Some((d, ld)) = other {
+                    cell_facet[d as usize * nf + ld] = id;
                 }
             }
         }
+        // 3-D edges: per vertex, the higher ends of the edges of its cells.
         let mut edges = Vec::new();
         let le = local_edges(cell_type);
         if !le.is_empty() {
-            let mut seen = KeyMap::default();
-            seen.reserve(ncells * 2);
-            for c in 0..ncells {
-                let cell = &cells[c * nv..(c + 1) * nv];
-                for e in le {
-                    let pair = [cell[e[0]], cell[e[1]]];
-                    let next = edges.len() as u32;
-                    if *seen.entry(key(&pair)).or_insert(next) == next {
-                        edges.push(pair);
+            let mut ends = Vec::new();
+            for v in 0..nverts as u32 {
+                ends.clear();
+                for &d in &incident[start[v as usize] as usize..start[v as usize + 1] as usize] {
+                    let cd = cell(d as usize);
+                    for e in le {
+                        let (a, b) = (cd[e[0]], cd[e[1]]);
+                        if a == v && b > v {
+                            ends.push(b);
+                        } else if b == v && a > v {
+                            ends.push(a);
+                        }
                     }
                 }
+                ends.sort_unstable();
+                ends.dedup();
+                edges.extend(ends.iter().map(|&w| [v, w]));
             }
         }
         Ok(Topology {
@@ -165,7 +186,11 @@ impl Topology {
             facet_vertices,
             facet_cells,
             edges,
-            facet_index: index,
+            cells: cells.to_vec(),
+            cell_type,
+            start,
+            incident,
+            cell_facet,
         })
     }
     /// Number of facets.
@@ -188,9 +213,25 @@ impl Topology {
     }
     /// The facet with these vertices (in any order), if the mesh has it.
     pub fn facet_of(&self, vertices: &[u32]) -> Option<u32> {
-        (vertices.len() == self.facet_arity)
-            .then(|| self.facet_index.get(&key(vertices)).copied())
-            .flatten()
+        if vertices.len() != self.facet_arity {
+            return None;
+        }
+        let (nv, local) = (self.cell_type.vertices(), local_facets(self.cell_type));
+        let k = key(vertices);
+        let low = *vertices.iter().min()? as usize;
+        let cells = self
+            .incident
+            .get(*self.start.get(low)? as usize..*self.start.get(low + 1)? as usize)?;
+        for &d in cells {
+            let cell = &self.cells[d as usize * nv..(d as usize + 1) * nv];
+            for (l, g) in local.iter().enumerate() {
+                let w: Vec<u32> = g.iter().map(|&i| cell[i]).collect();
+                if key(&w) == k {
+                    return Some(self.cell_facet[d as usize * local.len() + l]);
+                }
+            }
+        }
+        None
     }
 }
 
