@@ -551,3 +551,45 @@ fn renumbering_is_a_permutation_and_changes_no_result() {
     };
     assert!(spread(&m.renumbered().0) < spread(&m.shuffled(7).0) / 4.0);
 }
+
+/// MSH 4.1 binary (little endian, 8-byte size_t), laid out as the format specifies: two
+/// triangles of a unit square on one surface in physical group "square".
+#[test]
+fn msh_4_1_binary() {
+    let q = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let i = |v: &[i32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let d = |v: &[f64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let mut b: Vec<u8> = b"$MeshFormat\n4.1 1 8\n".to_vec();
+    b.extend(i(&[1]));
+    b.extend(
+        b"\n$EndMeshFormat\n$PhysicalNames\n1\n2 7 \"square\"\n$EndPhysicalNames\n$Entities\n",
+    );
+    // No points or curves, one surface (tag 1, bounding box, physical tag 7, no boundary).
+    b.extend(q(&[0, 0, 1, 0]));
+    b.extend(i(&[1]));
+    b.extend(d(&[0.0, 0.0, 0.0, 1.0, 1.0, 0.0]));
+    b.extend(q(&[1]));
+    b.extend(i(&[7]));
+    b.extend(q(&[0]));
+    b.extend(b"\n$EndEntities\n$Nodes\n");
+    b.extend(q(&[1, 4, 1, 4]));
+    b.extend(i(&[2, 1, 0]));
+    b.extend(q(&[4, 1, 2, 3, 4]));
+    b.extend(d(&[
+        0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0,
+    ]));
+    b.extend(b"\n$EndNodes\n$Elements\n");
+    b.extend(q(&[1, 2, 1, 2]));
+    b.extend(i(&[2, 1, 2]));
+    b.extend(q(&[2, 1, 1, 2, 3, 2, 1, 3, 4]));
+    b.extend(b"\n$EndElements\n");
+    let m = gmsh::read(&b).unwrap();
+    assert_eq!(m.cell_type, CellType::Triangle);
+    assert_eq!(m.coords[2], [1.0, 1.0, 0.0]);
+    assert_eq!(m.cells, [0, 1, 2, 0, 2, 3]);
+    assert_eq!(m.group("square").unwrap().members, [0, 1]);
+    check_topology(&m);
+    // Cut inside the binary node data: an error with a byte offset.
+    let cut = gmsh::read(&b[..b.len() - 120]).unwrap_err().to_string();
+    assert!(cut.contains("byte "), "{cut}");
+}
