@@ -109,6 +109,22 @@ async function interactive() {
     } catch (e) { fail(String(e)); }
   };
   $("n").onchange = $("reset").onclick;
+  // A Gmsh mesh of triangles from a file picker or dropped on the canvas.
+  const load = async (file) => {
+    try {
+      app.load_mesh(new Uint8Array(await file.arrayBuffer()));
+      show(app);
+      $("mesh").textContent += ` (${file.name})`;
+      $("message").hidden = true;
+      lastDone = app.completed_steps();
+    } catch (e) { fail(`${file.name}: ${e}`); }
+  };
+  $("file").onchange = () => { if ($("file").files.length) load($("file").files[0]); };
+  $("canvas").ondragover = (ev) => ev.preventDefault();
+  $("canvas").ondrop = (ev) => {
+    ev.preventDefault();
+    if (ev.dataTransfer.files.length) load(ev.dataTransfer.files[0]);
+  };
   $("spf").oninput = () => {
     perFrame = Number($("spf").value);
     $("spf-out").textContent = perFrame;

@@ -93,9 +93,47 @@ fn js(e: impl std::fmt::Display) -> JsValue {
     JsValue::from_str(&e.to_string())
 }
 
+/// How mesh coordinates map onto the unit square the canvas shows: (x - origin) * scale, the
+/// bounding box fitted with its aspect ratio kept (the unit square maps to itself).
+#[derive(Clone, Copy)]
+struct View {
+    origin: [f32; 2],
+    scale: f32,
+}
+
+impl View {
+    fn of(mesh: &parloop::mesh::TriMesh) -> View {
+        let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
+        for c in &mesh.coords {
+            for a in 0..2 {
+                lo[a] = lo[a].min(c[a]);
+                hi[a] = hi[a].max(c[a]);
+            }
+        }
+        let size = (hi[0] - lo[0]).max(hi[1] - lo[1]).max(1e-30);
+        View {
+            origin: [lo[0] as f32, lo[1] as f32],
+            scale: (1.0 / size) as f32,
+        }
+    }
+    /// Canvas position in [0, 1]^2 -> mesh coordinates.
+    fn to_mesh(self, x: f32, y: f32) -> (f32, f32) {
+        (
+            self.origin[0] + x / self.scale,
+            self.origin[1] + y / self.scale,
+        )
+    }
+}
+
 fn mesh_buffers(ctx: &Context, wave: &Wave) -> (wgpu::Buffer, wgpu::Buffer, u32) {
     let gpu = ctx.gpu();
-    let coords = wave.mesh.coords_f32();
+    let view = View::of(&wave.mesh);
+    let coords: Vec<f32> = wave
+        .mesh
+        .coords
+        .iter()
+        .flat_map(|c| [0, 1].map(|a| (c[a] as f32 - view.origin[a]) * view.scale))
+        .collect();
     let idx = wave.mesh.cell_vertices();
     // Written through the queue, not mapped at creation: browsers throw (a wasm panic) on a
     // large mappedAtCreation buffer instead of reporting a device error.
@@ -384,9 +422,30 @@ impl App {
         draw(&mut *self.get_mut()?)
     }
 
-    /// Adds a pulse of p at (x, y) in [0, 1]^2.
+    /// Adds a pulse of p at (x, y) in [0, 1]^2 of the picture (the mesh's bounding box).
     pub fn pulse(&self, x: f32, y: f32, amplitude: f32) -> Result<(), JsValue> {
-        self.get_mut()?.wave.pulse(x, y, amplitude).map_err(js)
+        let mut s = self.get_mut()?;
+        let (mx, my) = View::of(&s.wave.mesh).to_mesh(x, y);
+        s.wave.pulse(mx, my, amplitude).map_err(js)
+    }
+
+    /// Runs the wave on a Gmsh mesh of triangles (the bytes of a `.msh` file, 4.1 or 2.2),
+    /// drawn at its initial state. A file that is not such a mesh is an error saying why.
+    pub fn load_mesh(&self, bytes: &[u8]) -> Result<(), JsValue> {
+        let tri = parloop::mesh::gmsh::read(bytes)
+            .and_then(|m| m.triangles())
+            .map_err(js)?;
+        let mut guard = self.get_mut()?;
+        let s = &mut *guard;
+        s.ctx.flush().map_err(js)?;
+        s.wave = Wave::on_mesh(&s.ctx, tri, 0.001).map_err(js)?;
+        let (v, i, c) = mesh_buffers(&s.ctx, &s.wave);
+        s.renderer.vertices = v;
+        s.renderer.indices = i;
+        s.renderer.count = c;
+        s.ctx.flush().map_err(js)?;
+        s.ctx.upload(&s.wave.p).map_err(js)?;
+        draw(s)
     }
 
     /// A new n x n simulation on the same device, drawn at its initial state.

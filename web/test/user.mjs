@@ -151,6 +151,21 @@ try {
     check(colours(img) >= 50, `mesh ${n} x ${n}: runs and draws (${colours(img)} colours)`);
     await noMessage(`mesh ${n} x ${n}`);
   }
+  // A Gmsh mesh from the file picker: the committed disk (81 vertices); then a tetrahedral
+  // mesh, refused with its reason, and the page goes on.
+  await page.locator("#file").setInputFiles(path.join(root, "..", "tests", "data", "disk.msh"));
+  await page.waitForFunction(() => document.getElementById("mesh").textContent.startsWith("81 vertices"), null, { timeout: 60_000 });
+  await page.waitForTimeout(1000);
+  check(colours(await shot()) >= 50, "a Gmsh disk from the file picker runs and draws");
+  await noMessage("the Gmsh disk");
+  await page.locator("#file").setInputFiles(path.join(root, "..", "tests", "data", "cube.msh"));
+  await page.locator("#message").waitFor({ state: "visible", timeout: 30_000 });
+  const refused = await page.locator("#message").textContent();
+  check(/cube\.msh: .*tetrahedron cells/.test(refused), `a tetrahedral mesh is refused with its reason (${refused})`);
+  errors.length = 0; // that error was the point
+  await page.click("#reset");
+  await page.waitForTimeout(500);
+  check(await page.locator("#message").isHidden(), "Reset after the refused file clears the message");
   const dpf = await page.locator("#dpf").textContent();
   check(/per step/.test(await page.locator("#dpf-why").textContent()), `the dispatches are explained (${dpf}: ${await page.locator("#dpf-why").textContent()})`);
 
