@@ -264,18 +264,7 @@ impl Context {
         let halo = set.halo().cloned().expect("a distributed set");
         let (space, map, kernel) = self.packer(d, &set, &halo);
         let packed = self.data_inner(&format!("{} packed", d.name), Some(&space), d.dim, d.dtype);
-        let args = [
-            crate::data::Arg {
-                data: d.clone(),
-                via: Via::Map(map, 0),
-                access: Access::Read,
-            },
-            crate::data::Arg {
-                data: packed.clone(),
-                via: Via::Direct,
-                access: Access::Write,
-            },
-        ];
+        let args = pack_args(d, map, &packed);
         let mut writes = AccessSet::of(packed.id, section::ALL);
         writes.add(d.id, section::NET);
         let send = self.push_record(
@@ -425,18 +414,7 @@ impl Context {
     ) -> Result<Vec<u32>> {
         let (space, map, kernel) = self.packer(d, set, halo);
         let out = self.data_inner("packed halo", Some(&space), d.dim, d.dtype);
-        let args = [
-            crate::data::Arg {
-                data: d.clone(),
-                via: Via::Map(map, 0),
-                access: Access::Read,
-            },
-            crate::data::Arg {
-                data: out.clone(),
-                via: Via::Direct,
-                access: Access::Write,
-            },
-        ];
+        let args = pack_args(d, map, &out);
         self.record(&kernel, IterSpace::Set(space), &args, Location::caller())?;
         block(out.sync_host(false))?;
         let words = out.host.borrow().clone();
@@ -476,6 +454,22 @@ impl Context {
         }
         Ok(())
     }
+}
+
+/// The pack loop's arguments: `d` read through the send-list map, `out` written.
+fn pack_args(d: &Rc<DataInner>, map: crate::data::Map, out: &Rc<DataInner>) -> [Arg; 2] {
+    [
+        Arg {
+            data: d.clone(),
+            via: Via::Map(map, 0),
+            access: Access::Read,
+        },
+        Arg {
+            data: out.clone(),
+            via: Via::Direct,
+            access: Access::Write,
+        },
+    ]
 }
 
 /// Per neighbour: the words sent to it, and the number of words it sends here.

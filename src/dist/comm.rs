@@ -143,44 +143,10 @@ impl Comm {
     }
 
     /// Combines a Global's words over all ranks: the sum (INC), least (MIN) or greatest (MAX)
-    /// of each value, for the Global's type.
-    #[cfg_attr(not(feature = "mpi"), allow(unused_variables))]
+    /// of each value, for the Global's type (the non-blocking reduction, waited for at once).
     pub(crate) fn all_reduce(&self, dtype: DType, access: Access, words: &mut [u32]) {
-        match &*self.0 {
-            Inner::Single => {}
-            #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
-            Inner::Mpi { world, .. } => {
-                use mpi::collective::SystemOperation;
-                use mpi::traits::CommunicatorCollectives;
-                let op = match access {
-                    Access::Min => SystemOperation::min(),
-                    Access::Max => SystemOperation::max(),
-                    _ => SystemOperation::sum(),
-                };
-                match dtype {
-                    DType::F32 => {
-                        let send: Vec<f32> = words.iter().map(|&w| f32::from_bits(w)).collect();
-                        let mut recv = vec![0f32; send.len()];
-                        world.all_reduce_into(&send[..], &mut recv[..], op);
-                        for (w, v) in words.iter_mut().zip(recv) {
-                            *w = v.to_bits();
-                        }
-                    }
-                    DType::I32 => {
-                        let send: Vec<i32> = words.iter().map(|&w| w as i32).collect();
-                        let mut recv = vec![0i32; send.len()];
-                        world.all_reduce_into(&send[..], &mut recv[..], op);
-                        for (w, v) in words.iter_mut().zip(recv) {
-                            *w = v as u32;
-                        }
-                    }
-                    DType::U32 => {
-                        let send = words.to_vec();
-                        world.all_reduce_into(&send[..], words, op);
-                    }
-                }
-            }
-        }
+        let reduced = self.start_all_reduce(dtype, access, words).finish();
+        words.copy_from_slice(&reduced);
     }
 
     /// Starts combining a Global's words over all ranks (as [`Comm::all_reduce`]) without

@@ -436,32 +436,13 @@ impl App {
             .and_then(|m| m.triangles())
             .map_err(js)?;
         let mut guard = self.get_mut()?;
-        let s = &mut *guard;
-        s.ctx.flush().map_err(js)?;
-        s.wave = Wave::on_mesh(&s.ctx, tri, 0.001).map_err(js)?;
-        let (v, i, c) = mesh_buffers(&s.ctx, &s.wave);
-        s.renderer.vertices = v;
-        s.renderer.indices = i;
-        s.renderer.count = c;
-        s.ctx.flush().map_err(js)?;
-        s.ctx.upload(&s.wave.p).map_err(js)?;
-        draw(s)
+        replace_wave(&mut guard, |ctx| Wave::on_mesh(ctx, tri, 0.001))
     }
 
     /// A new n x n simulation on the same device, drawn at its initial state.
     pub fn reset(&self, n: usize) -> Result<(), JsValue> {
         let mut guard = self.get_mut()?;
-        let s = &mut *guard;
-        s.ctx.flush().map_err(js)?;
-        s.wave = Wave::new(&s.ctx, n, 0.001).map_err(js)?;
-        let (v, i, c) = mesh_buffers(&s.ctx, &s.wave);
-        s.renderer.vertices = v;
-        s.renderer.indices = i;
-        s.renderer.count = c;
-        // The initial p is on the host: run the pending setup, upload p and draw it.
-        s.ctx.flush().map_err(js)?;
-        s.ctx.upload(&s.wave.p).map_err(js)?;
-        draw(s)
+        replace_wave(&mut guard, |ctx| Wave::new(ctx, n, 0.001))
     }
 
     /// The last offscreen frame as RGBA bytes, row by row (offscreen mode only).
@@ -529,6 +510,24 @@ impl App {
             Ok(JsValue::from_f64(sum))
         })
     }
+}
+
+/// Replaces the simulation with a new one on the same device (after the pending work of the
+/// old), takes its mesh into the renderer and draws its initial state (p is still on the host:
+/// the setup runs and p is uploaded first).
+fn replace_wave(
+    s: &mut State,
+    make: impl FnOnce(&Context) -> parloop::Result<Wave>,
+) -> Result<(), JsValue> {
+    s.ctx.flush().map_err(js)?;
+    s.wave = make(&s.ctx).map_err(js)?;
+    let (v, i, c) = mesh_buffers(&s.ctx, &s.wave);
+    s.renderer.vertices = v;
+    s.renderer.indices = i;
+    s.renderer.count = c;
+    s.ctx.flush().map_err(js)?;
+    s.ctx.upload(&s.wave.p).map_err(js)?;
+    draw(s)
 }
 
 fn draw(s: &mut State) -> Result<(), JsValue> {

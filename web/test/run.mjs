@@ -7,11 +7,11 @@
 // Any PARLOOP_ERROR on the page, a timeout, or a mismatch fails the test (exit code 1).
 import { chromium } from "playwright-core";
 import { PNG } from "pngjs";
-import http from "node:http";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { serve } from "./serve.mjs";
 
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
@@ -25,19 +25,7 @@ const benchNs = (args["bench-n"] ?? "").split(",").filter(Boolean).map(Number);
 const screenshot = args.screenshot ?? path.join(os.tmpdir(), "parloop-screenshot.png");
 const chromiumPath = args.chromium ?? "/usr/bin/chromium";
 
-const types = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".wasm": "application/wasm" };
-const server = http.createServer((req, res) => {
-  const url = new URL(req.url, "http://x");
-  const file = path.join(root, decodeURIComponent(url.pathname === "/" ? "/index.html" : url.pathname));
-  if (!file.startsWith(root) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
-    res.writeHead(404).end();
-    return;
-  }
-  res.writeHead(200, { "content-type": types[path.extname(file)] ?? "application/octet-stream" });
-  fs.createReadStream(file).pipe(res);
-});
-await new Promise((r) => server.listen(0, "127.0.0.1", r));
-const base = `http://127.0.0.1:${server.address().port}`;
+const { base, server } = await serve(root);
 
 const browser = await chromium.launch({
   executablePath: chromiumPath,
