@@ -2,14 +2,15 @@
 //! mesh, printing ` iteration  rms` every 100 iterations as OP2 does, then the timings.
 //!
 //! `cargo run --release --example airfoil -- --size 400,600` (the default), or `--mesh new_grid.dat`
-//! for OP2's own file; `--reference` runs the plain-Rust sequential version instead.
+//! for OP2's own file; `--precision f64` runs OP2's default double precision (on an adapter with
+//! f64); `--reference f32|f64` runs the plain-Rust sequential version instead.
 //!
 //! On N ranks (built with `--features mpi`): `mpirun -np N target/release/examples/airfoil`; the
 //! cells are partitioned with METIS (`--partition block` for blocks), rank 0 prints the
 //! history and timings, and every rank reports its part and its halo exchanges.
 
 use clap::{Parser, ValueEnum};
-use parloop::apps::airfoil::{Airfoil, bytes_per_call, constants_f32, constants_f64, reference};
+use parloop::apps::airfoil::{self, Airfoil, constants_f32, constants_f64, reference};
 use parloop::mesh::airfoil::{AirfoilMesh, naca0012};
 use parloop::{Config, Context, Result};
 use std::path::PathBuf;
@@ -57,6 +58,10 @@ struct Args {
     /// Run the plain-Rust sequential implementation instead of the GPU.
     #[arg(long, value_enum)]
     reference: Option<Precision>,
+    /// Floating-point precision on the GPU (f64 is OP2's default; it needs an adapter with
+    /// SHADER_F64).
+    #[arg(long, value_enum, default_value = "f32")]
+    precision: Precision,
     /// How cells are given to ranks on a distributed run: kway (METIS) or block.
     #[arg(long, default_value = "kway")]
     partition: String,
@@ -143,6 +148,38 @@ fn run(a: Args) -> Result<()> {
         },
         &comm,
     )?;
+    let run = Run {
+        lazy,
+        fusion,
+        strategy,
+    };
+    match a.precision {
+        Precision::F32 => run_gpu::<f32>(&a, &m, &ctx, &comm, run),
+        Precision::F64 => run_gpu::<f64>(&a, &m, &ctx, &comm, run),
+    }
+}
+
+/// What the run was asked for (reported at the end).
+struct Run {
+    lazy: bool,
+    fusion: bool,
+    strategy: parloop::Strategy,
+}
+
+fn run_gpu<R: airfoil::Precision>(
+    a: &Args,
+    m: &AirfoilMesh,
+    ctx: &Context,
+    comm: &parloop::dist::Comm,
+    Run {
+        lazy,
+        fusion,
+        strategy,
+    }: Run,
+) -> Result<()> {
+    let root = comm.rank() == 0;
+    macro_rules! say { ($($t:tt)*) => { if root { println!($($t)*); } } }
+    let nc = m.cells.len();
     let solver = if comm.size() > 1 {
         let partitioner = match a.partition.as_str() {
             "kway" => parloop::dist::Partitioner::KWay,
@@ -153,9 +190,9 @@ fn run(a: Args) -> Result<()> {
                 )));
             }
         };
-        Airfoil::distributed(&ctx, &m, partitioner)?
+        Airfoil::<R>::build_distributed(ctx, m, partitioner)?
     } else {
-        Airfoil::new(&ctx, &m)?
+        Airfoil::<R>::build(ctx, m)?
     };
     if let Some((cut, ms)) = solver.partition {
         say!(
@@ -170,9 +207,9 @@ fn run(a: Args) -> Result<()> {
     let mut first_bytes = 0;
     for it in 1..=a.iterations {
         if it % 100 == 0 {
-            let rms = ctx.global("rms", &[0.0f32])?;
+            let rms = ctx.global("rms", &[R::of(0.0)])?;
             solver.iteration(Some(&rms))?;
-            let v = (rms.value()?[0] as f64 / nc as f64).sqrt();
+            let v = (rms.value()?[0].to_f64() / nc as f64).sqrt();
             say!(" {it}  {} ", c_exp(v));
         } else {
             solver.iteration(None)?;
@@ -214,8 +251,9 @@ fn run(a: Args) -> Result<()> {
     }
     println!("\nadapter: {}", ctx.adapter());
     println!(
-        "strategy {}, {} mode, fusion {}: {} iterations in {wall:.2} s ({:.2} ms per iteration), \
-         {:.1} dispatches and {:.3} submissions per iteration",
+        "{}, strategy {}, {} mode, fusion {}: {} iterations in {wall:.2} s ({:.2} ms per \
+         iteration), {:.1} dispatches and {:.3} submissions per iteration",
+        R::DTYPE,
         strategy.name(),
         if lazy { "lazy" } else { "eager" },
         if fusion { "on" } else { "off" },
@@ -230,7 +268,7 @@ fn run(a: Args) -> Result<()> {
         );
         return Ok(());
     }
-    let model = bytes_per_call(&m);
+    let model = airfoil::bytes_per_call_in(m, R::DTYPE.bytes());
     let bytes = |label: &str| -> f64 {
         label
             .split('+')

@@ -1,6 +1,7 @@
 // parloop: finalize a Global reduction. One workgroup folds the per-workgroup partials a loop
 // group left in scratch and combines the result into the Global. codegen::reduce fills in
-// TYPE (f32, u32, i32), IDENTITY (the reduction's identity) and COMBINE (an expression of a and b).
+// TYPE (f32, f64, u32, i32), IDENTITY (the reduction's identity), COMBINE (an expression of a
+// and b) and LOAD (partial slot i from the scratch words: one word, or two for f64).
 // Parameters: n = partial slots, base = first scratch word, nwg = the Global's dim.
 
 struct PlParams {
@@ -23,12 +24,16 @@ fn pl_combine(a: TYPE, b: TYPE) -> TYPE {
     return COMBINE;
 }
 
+fn pl_load(i: u32) -> TYPE {
+    return LOAD;
+}
+
 @compute @workgroup_size(64)
 fn pl_main(@builtin(local_invocation_index) pl_lid: u32) {
     for (var pl_d = 0u; pl_d < pl.nwg; pl_d++) {
         var pl_acc: TYPE = IDENTITY;
         for (var pl_s = pl_lid; pl_s < pl.n; pl_s += 64u) {
-            pl_acc = pl_combine(pl_acc, bitcast<TYPE>(pl_scratch[pl.base + pl_s * pl.nwg + pl_d]));
+            pl_acc = pl_combine(pl_acc, pl_load(pl_s * pl.nwg + pl_d));
         }
         workgroupBarrier();
         pl_red[pl_lid] = pl_acc;

@@ -207,7 +207,7 @@ fn check_source(
 ) -> Result<(), KernelProblem> {
     // Checked as the generated module will hold it: Consts read from the uniform parameters.
     let consts: Vec<(String, ConstValue)> = consts.iter().map(|&c| c.clone()).collect();
-    let prelude = consts::params_decl(consts::words(&consts).len() / 4);
+    let prelude = consts::params_decl(&consts);
     let offset = prelude.lines().count() as u32;
     let full = format!("{prelude}{}", consts::inject(src, &consts));
     let wgsl_error = |loc: Option<naga::SourceLocation>, message: String| {
@@ -268,6 +268,7 @@ fn check_source(
 fn scalar_of(dtype: DType) -> naga::Scalar {
     match dtype {
         DType::F32 => naga::Scalar::F32,
+        DType::F64 => naga::Scalar::F64,
         DType::U32 => naga::Scalar::U32,
         DType::I32 => naga::Scalar::I32,
     }

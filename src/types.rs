@@ -2,11 +2,14 @@
 
 use std::fmt;
 
-/// The scalar type of a Dat, Global or Const. WGSL has no f64 in browsers, so none here.
+/// The scalar type of a Dat, Global or Const.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
     /// 32-bit float.
     F32,
+    /// 64-bit float: only on adapters with `SHADER_F64` (Vulkan and DX12 natively; not Metal,
+    /// not browsers). WGSL has no f64 atomics, so its increments through maps are coloured.
+    F64,
     /// 32-bit unsigned integer.
     U32,
     /// 32-bit signed integer.
@@ -18,6 +21,7 @@ impl DType {
     pub fn wgsl(self) -> &'static str {
         match self {
             DType::F32 => "f32",
+            DType::F64 => "f64",
             DType::U32 => "u32",
             DType::I32 => "i32",
         }
@@ -29,6 +33,10 @@ impl DType {
             (DType::F32, Access::Min) => "bitcast<f32>(0x7f800000u)",
             (DType::F32, Access::Max) => "bitcast<f32>(0xff800000u)",
             (DType::F32, _) => "0.0",
+            // WGSL cannot bitcast to f64: the extreme finite values stand for the infinities.
+            (DType::F64, Access::Min) => "1.7976931348623157e308lf",
+            (DType::F64, Access::Max) => "-1.7976931348623157e308lf",
+            (DType::F64, _) => "0.0lf",
             (DType::U32, Access::Min) => "0xffffffffu",
             (DType::U32, _) => "0u",
             (DType::I32, Access::Min) => "2147483647i",
@@ -36,16 +44,30 @@ impl DType {
             (DType::I32, _) => "0i",
         }
     }
-    /// The identity as raw bits, for host-side reductions.
-    pub fn identity_bits(self, access: Access) -> u32 {
+    /// The identity as raw words (one value), for host-side reductions.
+    pub fn identity_words(self, access: Access) -> Vec<u32> {
+        let one = |w: u32| vec![w];
+        let two = |v: f64| bytemuck::cast::<f64, [u32; 2]>(v).to_vec();
         match (self, access) {
-            (DType::F32, Access::Min) => f32::INFINITY.to_bits(),
-            (DType::F32, Access::Max) => f32::NEG_INFINITY.to_bits(),
-            (DType::U32, Access::Min) => u32::MAX,
-            (DType::I32, Access::Min) => i32::MAX as u32,
-            (DType::I32, Access::Max) => i32::MIN as u32,
-            _ => 0,
+            (DType::F32, Access::Min) => one(f32::INFINITY.to_bits()),
+            (DType::F32, Access::Max) => one(f32::NEG_INFINITY.to_bits()),
+            (DType::F64, Access::Min) => two(f64::INFINITY),
+            (DType::F64, Access::Max) => two(f64::NEG_INFINITY),
+            (DType::F64, _) => two(0.0),
+            (DType::U32, Access::Min) => one(u32::MAX),
+            (DType::I32, Access::Min) => one(i32::MAX as u32),
+            (DType::I32, Access::Max) => one(i32::MIN as u32),
+            _ => one(0),
         }
+    }
+    /// 4-byte words per value: 2 for f64, else 1. Host copies, messages and Const slots hold
+    /// values as words.
+    pub fn words(self) -> usize {
+        if self == DType::F64 { 2 } else { 1 }
+    }
+    /// Bytes per value.
+    pub fn bytes(self) -> usize {
+        4 * self.words()
     }
 }
 
@@ -55,13 +77,16 @@ impl fmt::Display for DType {
     }
 }
 
-/// A scalar type parloop can store: 4 bytes, plain old data.
+/// A scalar type parloop can store: plain old data of 4 bytes, or f64.
 pub trait Scalar: bytemuck::Pod + Default + PartialOrd + fmt::Debug + 'static {
     /// The type's tag.
     const DTYPE: DType;
 }
 impl Scalar for f32 {
     const DTYPE: DType = DType::F32;
+}
+impl Scalar for f64 {
+    const DTYPE: DType = DType::F64;
 }
 impl Scalar for u32 {
     const DTYPE: DType = DType::U32;

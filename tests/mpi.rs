@@ -9,7 +9,7 @@ mod common;
 #[path = "common/mpirun.rs"]
 mod mpirun;
 
-use mpirun::{mpirun, mpirun_env, out_path};
+use mpirun::{mpirun, mpirun_env, mpirun_f64, out_path};
 
 use parloop::apps::airfoil::Airfoil;
 use parloop::apps::wave::Wave;
@@ -187,6 +187,62 @@ fn airfoil_on_1_to_4_ranks_lazy_and_eager_equals_one_process() {
             );
         }
         assert_close(gq, &q, &format!("Airfoil's q on {np} ranks ({mode})"));
+    }
+}
+
+const F64_ITERATIONS: usize = 20;
+
+/// Airfoil in double precision: the rms after each iteration, then q, on rank 0 as f64.
+#[test]
+#[ignore = "run by the other tests under mpirun"]
+fn airfoil_f64_worker() {
+    let Some(out) = out_path() else { return };
+    let comm = Comm::world().unwrap();
+    let ctx = Context::with_comm(Config::from_env().unwrap(), &comm).unwrap();
+    let m = naca0012(30, 45);
+    let a = Airfoil::<f64>::build_distributed(&ctx, &m, Partitioner::KWay).unwrap();
+    let mut values = Vec::new();
+    for _ in 0..F64_ITERATIONS {
+        let g = ctx.global("rms", &[0.0f64]).unwrap();
+        a.iteration(Some(&g)).unwrap();
+        values.push((g.value().unwrap()[0] / m.cells.len() as f64).sqrt());
+    }
+    if let Some(q) = a.q.gather().unwrap() {
+        values.extend(q);
+        std::fs::write(out, bytemuck::cast_slice(&values)).unwrap();
+    }
+}
+
+/// Airfoil in f64 on 2 and 3 ranks (halo exchanges and reductions of f64) against the
+/// plain-Rust f64 reference within 1e-12 relative, as one process is.
+#[test]
+fn airfoil_in_double_precision_on_2_and_3_ranks_matches_the_f64_reference() {
+    use parloop::apps::airfoil::{constants_f64, reference};
+    let probe = common::ctx();
+    if !probe.gpu().f64() {
+        return; // tests/f64.rs asserts the error on such an adapter
+    }
+    let m = naca0012(30, 45);
+    let mut r = reference::State::<f64>::new(&m, constants_f64());
+    let history: Vec<f64> = (0..F64_ITERATIONS).map(|_| r.iteration(&m)).collect();
+    let scale = r.q.iter().flatten().fold(0.0f64, |s, v| s.max(v.abs()));
+    for np in [2, 3] {
+        let got = mpirun_f64(np, "airfoil_f64_worker", &[]);
+        let (h, q) = got.split_at(F64_ITERATIONS);
+        for (i, (g, w)) in h.iter().zip(&history).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-12 * w,
+                "f64 Airfoil on {np} ranks: rms after iteration {}: {g:e} vs {w:e}",
+                i + 1
+            );
+        }
+        assert_eq!(q.len(), 4 * m.cells.len());
+        for (i, (g, w)) in q.iter().zip(r.q.iter().flatten()).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-12 * scale,
+                "f64 q[{i}] on {np} ranks: {g} vs {w}"
+            );
+        }
     }
 }
 

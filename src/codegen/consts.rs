@@ -14,45 +14,81 @@ use std::collections::HashSet;
 /// The most Const words one loop group may carry (16 KiB of uniform data).
 pub const MAX_WORDS: usize = 4096;
 
-/// The Consts' values packed in order, padded to whole vec4s.
-pub fn words(consts: &[(String, ConstValue)]) -> Vec<u32> {
-    let mut w: Vec<u32> = consts
+/// Where each Const's values sit: 32-bit Consts at a word of `pl.c`, f64 Consts at a value
+/// of `pl.d` (WGSL cannot bitcast words to f64, so they have their own `vec2<f64>` array).
+/// Returns the offsets and the words of `pl.c` and values of `pl.d` in use.
+fn layout(consts: &[(String, ConstValue)]) -> (Vec<usize>, usize, usize) {
+    let (mut words, mut doubles) = (0, 0);
+    let offsets = consts
         .iter()
-        .flat_map(|(_, v)| v.words.iter().copied())
+        .map(|(_, v)| {
+            let slot = if v.dtype == DType::F64 {
+                &mut doubles
+            } else {
+                &mut words
+            };
+            let at = *slot;
+            *slot += v.words.len() / v.dtype.words();
+            at
+        })
         .collect();
+    (offsets, words, doubles)
+}
+
+/// The Consts' values packed as the params struct holds them: the 32-bit ones in order,
+/// padded to whole vec4s, then the f64 ones, padded to whole vec2<f64>s.
+pub fn words(consts: &[(String, ConstValue)]) -> Vec<u32> {
+    let single = |v: &&ConstValue| v.dtype != DType::F64;
+    let values = || consts.iter().map(|(_, v)| v);
+    let mut w: Vec<u32> = values()
+        .filter(single)
+        .flat_map(|v| v.words.iter().copied())
+        .collect();
+    w.resize(w.len().div_ceil(4) * 4, 0);
+    w.extend(
+        values()
+            .filter(|v| !single(v))
+            .flat_map(|v| v.words.iter().copied()),
+    );
     w.resize(w.len().div_ceil(4) * 4, 0);
     w
 }
 
-/// The `PlParams` struct and its uniform binding, with `c` holding `vec4s` vec4s of Const words.
-pub fn params_decl(vec4s: usize) -> String {
-    let c = if vec4s > 0 {
-        format!("    c: array<vec4<u32>, {vec4s}>,\n")
-    } else {
-        String::new()
-    };
+/// The `PlParams` struct and its uniform binding, with `c` holding the 32-bit Consts' words
+/// (vec4s of u32) and `d` the f64 Consts (vec2s of f64).
+pub fn params_decl(consts: &[(String, ConstValue)]) -> String {
+    let (_, words, doubles) = layout(consts);
+    let mut fields = String::new();
+    if words > 0 {
+        fields += &format!("    c: array<vec4<u32>, {}>,\n", words.div_ceil(4));
+    }
+    if doubles > 0 {
+        fields += &format!("    d: array<vec2<f64>, {}>,\n", doubles.div_ceil(2));
+    }
     format!(
         "struct PlParams {{\n    n: u32,\n    base: u32,\n    wg_base: u32,\n    slots: u32,\n    \
-         nwg: u32,\n    check: u32,\n    owned: u32,\n    pad2: u32,\n{c}}}\n\n\
+         nwg: u32,\n    check: u32,\n    owned: u32,\n    pad2: u32,\n{fields}}}\n\n\
          @group(0) @binding(0) var<uniform> pl: PlParams;\n"
     )
 }
 
-fn load(dtype: DType, word: usize) -> String {
-    let raw = format!("pl.c[{}][{}]", word / 4, word % 4);
+/// The expression of value `at` of a Const of `dtype` (a word of `c`, or a value of `d`).
+fn load(dtype: DType, at: usize) -> String {
+    let raw = format!("pl.c[{}][{}]", at / 4, at % 4);
     match dtype {
         DType::U32 => raw,
         DType::F32 => format!("bitcast<f32>({raw})"),
         DType::I32 => format!("bitcast<i32>({raw})"),
+        DType::F64 => format!("pl.d[{}][{}]", at / 2, at % 2),
     }
 }
 
-/// The statement that gives a function its local copy of one Const (words from `at`).
+/// The statement that gives a function its local copy of one Const (values from `at`).
 fn local(name: &str, v: &ConstValue, at: usize) -> String {
     let t = v.dtype.wgsl();
+    let n = v.words.len() / v.dtype.words();
     if v.array {
-        let items: Vec<String> = (0..v.words.len()).map(|k| load(v.dtype, at + k)).collect();
-        let n = v.words.len();
+        let items: Vec<String> = (0..n).map(|k| load(v.dtype, at + k)).collect();
         format!("var {name} = array<{t}, {n}>({}); ", items.join(", "))
     } else {
         format!("let {name} = {}; ", load(v.dtype, at))
@@ -151,12 +187,7 @@ pub fn inject(src: &str, consts: &[(String, ConstValue)]) -> String {
     if consts.is_empty() {
         return src.to_string();
     }
-    let mut offsets = Vec::with_capacity(consts.len());
-    let mut at = 0;
-    for (_, v) in consts {
-        offsets.push(at);
-        at += v.words.len();
-    }
+    let (offsets, _, _) = layout(consts);
     let toks = idents(src);
     let mut inserts: Vec<(usize, String)> = Vec::new();
     for (k, &(pos, word)) in toks.iter().enumerate() {
@@ -215,8 +246,43 @@ mod tests {
         );
         assert!(!lines[2].contains("let dt"), "{out}");
         assert_eq!(words(&consts), vec![0.5f32.to_bits(), 1, 2, 3]);
-        let module = format!("{}\n{out}", params_decl(1));
+        let module = format!("{}\n{out}", params_decl(&consts));
         naga::front::wgsl::parse_str(&module)
             .unwrap_or_else(|e| panic!("{}", e.emit_to_string(&module)));
+    }
+
+    #[test]
+    fn f64_consts_sit_in_their_own_vec2_array_after_the_words() {
+        let consts = vec![
+            ("a".to_string(), ConstValue::scalar(2.5f64)),
+            ("n".to_string(), ConstValue::scalar(7u32)),
+            ("w".to_string(), ConstValue::array(&[0.25f64, 0.5, 0.75])),
+        ];
+        let src = "fn k(o: ptr<function, array<f64, 1>>) { (*o)[0] = a * w[2] + f64(n); }\n";
+        let out = inject(src, &consts);
+        assert!(out.contains("let a = pl.d[0][0];"), "{out}");
+        assert!(out.contains("let n = pl.c[0][0];"), "{out}");
+        assert!(
+            out.contains("var w = array<f64, 3>(pl.d[0][1], pl.d[1][0], pl.d[1][1]);"),
+            "{out}"
+        );
+        // One vec4 of words (n, padded), then four f64 slots (a, w) as eight words.
+        let bits = |v: f64| bytemuck::cast::<f64, [u32; 2]>(v);
+        let mut expect = vec![7, 0, 0, 0];
+        for v in [2.5, 0.25, 0.5, 0.75] {
+            expect.extend(bits(v));
+        }
+        assert_eq!(words(&consts), expect);
+        let decl = params_decl(&consts);
+        assert!(decl.contains("c: array<vec4<u32>, 1>") && decl.contains("d: array<vec2<f64>, 2>"));
+        let module = format!("{decl}\n{out}");
+        let m = naga::front::wgsl::parse_str(&module)
+            .unwrap_or_else(|e| panic!("{}", e.emit_to_string(&module)));
+        naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::FLOAT64,
+        )
+        .validate(&m)
+        .unwrap_or_else(|e| panic!("{}", e.emit_to_string(&module)));
     }
 }

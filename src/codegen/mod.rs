@@ -51,7 +51,7 @@ fn header(g: &GroupIr, w: &mut String) {
 }
 
 fn declarations(g: &GroupIr, w: &mut String) -> Vec<check::CheckSite> {
-    let params = consts::params_decl(consts::words(&g.consts).len() / 4);
+    let params = consts::params_decl(&g.consts);
     w.push_str(&params);
     for (b, bind) in g.bindings.iter().enumerate() {
         let elem = match (&bind.kind, bind.atomic) {
@@ -454,7 +454,7 @@ fn reduction_epilogue(g: &GroupIr, w: &mut String) {
              for (var pl_s = {half}u; pl_s > 0u; pl_s >>= 1u) {{\n            \
              if (pl_lid < pl_s && pl_lid + pl_s < {wg}u) {{ pl_red_{dt}[pl_lid] = {}; }}\n            \
              workgroupBarrier();\n        }}\n        \
-             if (pl_lid == 0u && pl_wg < pl.nwg) {{ {scratch}[{off}u * pl.slots + (pl.wg_base + pl_wg) * {dim}u + pl_d] = bitcast<u32>(pl_red_{dt}[0]); }}\n    }}",
+             if (pl_lid == 0u && pl_wg < pl.nwg) {{ {store} }}\n    }}",
             combine(
                 red.access,
                 &format!("pl_red_{dt}[pl_lid]"),
@@ -463,9 +463,31 @@ fn reduction_epilogue(g: &GroupIr, w: &mut String) {
             dim = red.dim,
             // Any workgroup size: the tree starts at the power of two below it and skips
             // partners past the end.
-            half = wg.next_power_of_two() / 2
+            half = wg.next_power_of_two() / 2,
+            store = store_partial(
+                &scratch,
+                &format!(
+                    "{off}u * pl.slots + ((pl.wg_base + pl_wg) * {}u + pl_d)",
+                    red.dim
+                ),
+                dt,
+                &format!("pl_red_{dt}[0]"),
+            ),
         );
-        off += red.dim;
+        off += red.dim * dt.words();
+    }
+}
+
+/// Stores a workgroup's partial `value` at slot `slot` of the scratch words: as its bits, and
+/// for f64 as two words (low first, through a u64: WGSL cannot bitcast f64 to u32s).
+fn store_partial(scratch: &str, slot: &str, dtype: DType, value: &str) -> String {
+    if dtype == DType::F64 {
+        format!(
+            "let pl_bits = bitcast<u64>({value}); {scratch}[{slot} * 2u] = u32(pl_bits & 0xfffffffflu); \
+             {scratch}[{slot} * 2u + 1u] = u32(pl_bits >> 32u);"
+        )
+    } else {
+        format!("{scratch}[{slot}] = bitcast<u32>({value});")
     }
 }
 

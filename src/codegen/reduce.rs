@@ -14,7 +14,14 @@ pub fn finalize_wgsl(dtype: DType, access: Access) -> String {
         Access::Max => "max(a, b)",
         _ => "a + b",
     };
+    // The partial of slot i: its bits, or two words for f64 (joined through a u64).
+    let load = if dtype == DType::F64 {
+        "bitcast<f64>(u64(pl_scratch[pl.base + 2u * i]) | (u64(pl_scratch[pl.base + 2u * i + 1u]) << 32u))"
+    } else {
+        "bitcast<TYPE>(pl_scratch[pl.base + i])"
+    };
     TEMPLATE
+        .replace("LOAD", load)
         .replace("TYPE", dtype.wgsl())
         .replace("IDENTITY", dtype.identity(access))
         .replace("COMBINE", combine)

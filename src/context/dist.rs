@@ -133,7 +133,7 @@ impl Context {
                 .iter()
                 .filter(|a| a.data.set.is_none() && a.access == Access::Inc)
             {
-                a.data.write_host(&vec![0u32; a.data.dim])?;
+                a.data.write_host(&vec![0u32; a.data.wdim()])?;
             }
         }
         let space = if exec {
@@ -190,7 +190,7 @@ impl Context {
                 let global = a.data.clone();
                 if a.access == Access::Inc {
                     let local = self.data_inner(&global.name, None, global.dim, global.dtype);
-                    *local.host.borrow_mut() = vec![0; global.dim];
+                    *local.host.borrow_mut() = vec![0; global.wdim()];
                     local.host_valid.set(true);
                     a.data = local;
                 }
@@ -356,9 +356,9 @@ impl Context {
         let _ = self.0.gpu.device.poll(wgpu::PollType::wait_indefinitely());
         let t0 = crate::util::now_ms();
         let packed = self.pack(d, &set, &halo)?;
-        let (sends, recvs) = messages(&halo, d.dim, &packed);
+        let (sends, recvs) = messages(&halo, d.wdim(), &packed);
         let got = self.0.comm.exchange(&sends, &recvs)?;
-        let (start, words) = halo_words(&halo, &set, d.dim, got);
+        let (start, words) = halo_words(&halo, &set, d.wdim(), got);
         self.write_range(d, start, &words)?;
         d.halo_valid.set(true);
         let mut st = self.0.rt.borrow_mut();
@@ -475,7 +475,7 @@ fn pack_args(d: &Rc<DataInner>, map: crate::data::Map, out: &Rc<DataInner>) -> [
 /// Per neighbour: the words sent to it, and the number of words it sends here.
 pub(super) type Messages = (Vec<(u32, Vec<u32>)>, Vec<(u32, usize)>);
 
-/// The messages of one exchange of a Dat of `dim` values per element: per neighbour, the
+/// The messages of one exchange of a Dat of `dim` words per element: per neighbour, the
 /// `packed` values (send-list order) it needs, and the number of words it sends here.
 pub(super) fn messages(halo: &crate::data::halo::Halo, dim: usize, packed: &[u32]) -> Messages {
     let mut sends = Vec::new();

@@ -55,9 +55,21 @@ impl DataInner {
     /// Words the host sees: a distributed Dat's owned elements, else everything.
     fn visible(&self) -> usize {
         match &self.set {
-            Some(s) if s.halo().is_some() => s.size() * self.dim,
-            _ => self.len(),
+            Some(s) if s.halo().is_some() => s.size() * self.wdim(),
+            _ => self.words(),
         }
+    }
+
+    /// A copy of the visible values (any alignment).
+    fn values<T: Scalar>(&self) -> Result<Vec<T>> {
+        let r = self.host.try_borrow().map_err(|_| {
+            Error::Usage(format!(
+                "{} `{}` is mutably borrowed by a data() guard",
+                self.kind(),
+                self.name
+            ))
+        })?;
+        Ok(bytemuck::pod_collect_to_vec(&r[..self.visible()]))
     }
 
     fn read_guard<T: Scalar>(&self) -> Result<Ref<'_, [T]>> {
@@ -69,7 +81,7 @@ impl DataInner {
             ))
         })?;
         let n = self.visible();
-        Ok(Ref::map(r, |v| bytemuck::cast_slice(&v[..n])))
+        Ref::filter_map(r, |v| bytemuck::try_cast_slice(&v[..n]).ok()).map_err(|_| misaligned(self))
     }
 
     fn write_guard<T: Scalar>(&self) -> Result<RefMut<'_, [T]>> {
@@ -80,12 +92,25 @@ impl DataInner {
                 self.name
             ))
         })?;
+        let n = self.visible();
+        let guard = RefMut::filter_map(r, |v| bytemuck::try_cast_slice_mut(&mut v[..n]).ok())
+            .map_err(|_| misaligned(self))?;
         self.device_valid.set(false);
         self.host_valid.set(true);
-        self.halo_valid.set(self.visible() == self.len());
-        let n = self.visible();
-        Ok(RefMut::map(r, |v| bytemuck::cast_slice_mut(&mut v[..n])))
+        self.halo_valid.set(self.visible() == self.words());
+        Ok(guard)
     }
+}
+
+/// The host copy is a `Vec<u32>`: every allocator Rust ships aligns it for f64, but a global
+/// allocator that gives 4-byte alignment would not.
+fn misaligned(d: &DataInner) -> Error {
+    Error::Usage(format!(
+        "{} `{}`: its host copy is not 8-byte aligned for {} (the global allocator gave 4-byte          alignment): read it with value()/gather(), which copy",
+        d.kind(),
+        d.name,
+        d.dtype
+    ))
 }
 
 impl<T: Scalar> Dat<T> {
@@ -133,7 +158,7 @@ impl<T: Scalar> Dat<T> {
     /// Replaces the values from the host (after pending loops that read or write them). On a
     /// distributed run: this rank's owned values.
     pub fn set_data(&mut self, values: &[T]) -> Result<()> {
-        let n = self.inner.visible();
+        let n = self.inner.visible() / self.inner.dtype.words();
         if values.len() != n {
             return Err(Error::Data(format!(
                 "Dat `{}`: got {} values, expected {n}{}",
@@ -151,7 +176,7 @@ impl<T: Scalar> Dat<T> {
         }
         block(self.inner.sync_host(true))?;
         let mut words = self.inner.host.borrow().clone();
-        words[..n].copy_from_slice(bytemuck::cast_slice(values));
+        words[..n * self.inner.dtype.words()].copy_from_slice(bytemuck::cast_slice(values));
         self.inner.write_host(&words)?;
         self.inner.halo_valid.set(false);
         Ok(())
@@ -174,7 +199,7 @@ impl<T: Scalar> Dat<T> {
             return self.set_data(v);
         };
         let n = halo.global_size * d.dim;
-        let mut words = vec![0u32; n];
+        let mut words = vec![0u32; halo.global_size * d.wdim()];
         // Rank 0 checks the length and tells the others whether to go on.
         let mut ok = [1u32];
         if comm.rank() == 0 {
@@ -194,10 +219,11 @@ impl<T: Scalar> Dat<T> {
             )));
         }
         comm.broadcast(&mut words);
+        let w = d.wdim();
         let local: Vec<u32> = halo
             .global
             .iter()
-            .flat_map(|&g| &words[g as usize * d.dim..(g as usize + 1) * d.dim])
+            .flat_map(|&g| &words[g as usize * w..(g as usize + 1) * w])
             .copied()
             .collect();
         d.write_host(&local)?;
@@ -211,25 +237,26 @@ impl<T: Scalar> Dat<T> {
         let d = &self.inner;
         block(d.sync_host(false))?;
         let Some(halo) = d.set.as_ref().and_then(|s| s.halo()).cloned() else {
-            return Ok(Some(d.read_guard::<T>()?.to_vec()));
+            return d.values().map(Some);
         };
         let ctx = context_of(d)?;
         let n = d.visible();
-        let owned = n / d.dim;
+        let w = d.wdim();
+        let owned = n / w;
         let values: Vec<u32> = d.host.borrow()[..n].to_vec();
         let index = ctx.0.comm.gather(&halo.global[..owned]);
         let values = ctx.0.comm.gather(&values);
         let (Some(index), Some(values)) = (index, values) else {
             return Ok(None);
         };
-        let mut out = vec![0u32; halo.global_size * d.dim];
+        let mut out = vec![0u32; halo.global_size * w];
         for (idx, vals) in index.iter().zip(&values) {
             for (k, &g) in idx.iter().enumerate() {
-                out[g as usize * d.dim..(g as usize + 1) * d.dim]
-                    .copy_from_slice(&vals[k * d.dim..(k + 1) * d.dim]);
+                out[g as usize * w..(g as usize + 1) * w]
+                    .copy_from_slice(&vals[k * w..(k + 1) * w]);
             }
         }
-        Ok(Some(bytemuck::cast_slice(&out).to_vec()))
+        Ok(Some(bytemuck::pod_collect_to_vec(&out)))
     }
 }
 
@@ -242,7 +269,7 @@ impl<T: Scalar> Global<T> {
     /// [`Global::value`] without blocking (what the browser needs).
     pub async fn value_async(&self) -> Result<Vec<T>> {
         self.inner.sync_host(false).await?;
-        Ok(self.inner.read_guard::<T>()?.to_vec())
+        self.inner.values()
     }
     /// Sets the value from the host (after pending loops that use it).
     pub fn set(&self, values: &[T]) -> Result<()> {

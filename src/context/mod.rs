@@ -281,6 +281,7 @@ impl Context {
             )));
         }
         let value = value.into();
+        self.check_dtype("Const", name, value.dtype)?;
         if value.words.is_empty() {
             return Err(Error::Data(format!("Const `{name}` has no values")));
         }
@@ -288,6 +289,20 @@ impl Context {
         match consts.iter_mut().find(|(n, _)| n == name) {
             Some(slot) => slot.1 = value,
             None => consts.push((name.to_string(), value)),
+        }
+        Ok(())
+    }
+
+    /// Refuses f64 data on an adapter without `SHADER_F64`, naming the data and the adapter.
+    pub(crate) fn check_dtype(&self, kind: &str, name: &str, dtype: DType) -> Result<()> {
+        if dtype == DType::F64 && !self.0.gpu.f64() {
+            return Err(Error::Data(format!(
+                "{kind} `{name}` is f64, but adapter {} has no SHADER_F64 with SHADER_INT64 \
+                 (WGSL f64 needs Vulkan or DX12 on a GPU that has it; Metal, OpenGL and \
+                 browsers have none): use f32, or choose an adapter with f64 \
+                 (PARLOOP_BACKEND=vulkan; `parloop info` lists the adapters' features)",
+                self.0.gpu.describe()
+            )));
         }
         Ok(())
     }
@@ -326,6 +341,7 @@ impl Context {
         if dim == 0 {
             return Err(Error::Data(format!("Dat `{name}`: dim must be at least 1")));
         }
+        self.check_dtype("Dat", name, T::DTYPE)?;
         let n = values_for(name, set, dim)?;
         if values.len() != n {
             return Err(Error::Data(format!(
@@ -370,6 +386,7 @@ impl Context {
         if dim == 0 {
             return Err(Error::Data(format!("Dat `{name}`: dim must be at least 1")));
         }
+        self.check_dtype("Dat", name, T::DTYPE)?;
         values_for(name, set, dim)?;
         Ok(Dat {
             inner: self.data_inner(name, Some(set), dim, T::DTYPE),
@@ -384,6 +401,7 @@ impl Context {
                 "Global `{name}` needs at least one value"
             )));
         }
+        self.check_dtype("Global", name, T::DTYPE)?;
         let inner = self.data_inner(name, None, values.len(), T::DTYPE);
         *inner.host.borrow_mut() = bytemuck::cast_slice(values).to_vec();
         inner.host_valid.set(true);

@@ -16,7 +16,7 @@
 //! exchange. Every rank runs the same rounds, so the messages match.
 
 use super::*;
-use crate::runtime::exec::combine_bits;
+use crate::runtime::exec::combine;
 
 impl Context {
     pub(super) async fn run_rounds(
@@ -172,10 +172,10 @@ impl Context {
                 .expect("HaloSend on a distributed Dat");
             let words = packed.host.borrow().clone();
             packed.alive.set(false);
-            let (msgs, recvs) = dist::messages(halo, dat.dim, &words);
+            let (msgs, recvs) = dist::messages(halo, dat.wdim(), &words);
             let got = self.0.comm.exchange(&msgs, &recvs)?;
             let set = dat.set.as_ref().expect("a Dat");
-            let (_, halo_words) = dist::halo_words(halo, set, dat.dim, got);
+            let (_, halo_words) = dist::halo_words(halo, set, dat.wdim(), got);
             self.0.received.borrow_mut().insert(*seq, halo_words);
             let mut st = self.0.rt.borrow_mut();
             st.stats.halo_exchanges += 1;
@@ -199,7 +199,7 @@ impl Context {
                 let words = self.0.received.borrow_mut().remove(send).ok_or_else(|| {
                     Error::Usage(format!("internal: no values received for {}", c.label()))
                 })?;
-                let start = dat.set.as_ref().map_or(0, |s| s.size() * dat.dim);
+                let start = dat.set.as_ref().map_or(0, |s| s.size() * dat.wdim());
                 self.write_now(dat, start, &words)?;
                 if dat.halo_recv.get() == c.seq {
                     dat.halo_recv.set(0);
@@ -227,10 +227,7 @@ impl Context {
                 if *access == Access::Inc {
                     runtime::exec::run(&self.0, &[], std::slice::from_ref(global)).await?;
                     global.ensure_host_zeros();
-                    let g = global.host.borrow();
-                    for (w, &old) in words.iter_mut().zip(g.iter()) {
-                        *w = combine_bits(global.dtype, Access::Inc, old, *w);
-                    }
+                    combine(global.dtype, Access::Inc, &mut words, &global.host.borrow());
                 }
                 *global.host.borrow_mut() = words;
                 global.host_valid.set(true);

@@ -192,6 +192,14 @@ impl Context {
                  allows {limit} per shader stage: split the loop"
             )));
         }
+        let racing_f64 = args.iter().any(|a| a.races() && a.data.dtype == DType::F64);
+        if racing_f64 && matches!(self.0.config.strategy, Strategy::Atomics | Strategy::Cas) {
+            return Err(Error::ParLoop(format!(
+                "{name}: strategy `{}`: {}",
+                self.0.config.strategy.name(),
+                crate::runtime::lower::F64_RACES
+            )));
+        }
         if racing_f32 && self.0.config.strategy == Strategy::Atomics && !self.0.gpu.float_atomics()
         {
             return Err(Error::ParLoop(format!(

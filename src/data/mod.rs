@@ -467,7 +467,7 @@ pub(crate) struct DataInner {
     pub dim: usize,
     pub dtype: DType,
     pub ctx: Weak<crate::context::Inner>,
-    /// Host copy as 4-byte words (empty until first needed).
+    /// Host copy as 4-byte words, two per f64 (empty until first needed).
     pub host: RefCell<Vec<u32>>,
     pub host_valid: Cell<bool>,
     pub device_valid: Cell<bool>,
@@ -485,8 +485,16 @@ impl DataInner {
     pub fn len(&self) -> usize {
         self.set.as_ref().map_or(1, Set::total) * self.dim
     }
+    /// 4-byte words per element (the host copy and messages hold words): dim, twice for f64.
+    pub fn wdim(&self) -> usize {
+        self.dim * self.dtype.words()
+    }
+    /// Words of the host copy.
+    pub fn words(&self) -> usize {
+        self.len() * self.dtype.words()
+    }
     pub fn bytes(&self) -> u64 {
-        self.len() as u64 * 4
+        self.words() as u64 * 4
     }
     pub fn is_global(&self) -> bool {
         self.set.is_none()
@@ -500,7 +508,7 @@ impl DataInner {
         if !self.host_valid.get() && !self.device_valid.get() {
             let mut h = self.host.borrow_mut();
             h.clear();
-            h.resize(self.len(), 0);
+            h.resize(self.words(), 0);
             self.host_valid.set(true);
         }
     }
@@ -534,7 +542,7 @@ impl<T: Scalar> Drop for Global<T> {
 pub struct ConstValue {
     /// The type of the values.
     pub dtype: DType,
-    /// The values as 4-byte words (bit patterns).
+    /// The values as 4-byte words (bit patterns; two per f64, low word first).
     pub words: Vec<u32>,
     /// Declared as an array (even of length 1) rather than a scalar.
     pub array: bool,
@@ -545,7 +553,7 @@ impl ConstValue {
     pub fn scalar<T: Scalar>(v: T) -> ConstValue {
         ConstValue {
             dtype: T::DTYPE,
-            words: vec![bytemuck::cast(v)],
+            words: bytemuck::cast_slice(&[v]).to_vec(),
             array: false,
         }
     }

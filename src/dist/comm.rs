@@ -172,18 +172,10 @@ impl Comm {
                     _ => SystemOperation::sum(),
                 };
                 Reduction(Some(match dtype {
-                    DType::F32 => start_typed(
-                        world,
-                        words.iter().map(|&w| f32::from_bits(w)).collect(),
-                        op,
-                        f32::to_bits,
-                    ),
-                    DType::I32 => {
-                        start_typed(world, words.iter().map(|&w| w as i32).collect(), op, |v| {
-                            v as u32
-                        })
-                    }
-                    DType::U32 => start_typed(world, words.to_vec(), op, |v| v),
+                    DType::F32 => start_typed::<f32>(world, words, op),
+                    DType::F64 => start_typed::<f64>(world, words, op),
+                    DType::I32 => start_typed::<i32>(world, words, op),
+                    DType::U32 => start_typed::<u32>(world, words, op),
                 }))
             }
         }
@@ -270,13 +262,13 @@ impl Drop for Reduction {
 #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
 fn start_typed<T>(
     world: &mpi::topology::SimpleCommunicator,
-    send: Vec<T>,
+    words: &[u32],
     op: mpi::collective::SystemOperation,
-    back: fn(T) -> u32,
 ) -> Box<dyn FnOnce() -> Vec<u32>>
 where
-    T: mpi::datatype::Equivalence + Copy + Default + 'static,
+    T: mpi::datatype::Equivalence + bytemuck::Pod + Default + 'static,
 {
+    let send: Vec<T> = bytemuck::pod_collect_to_vec(words);
     use mpi::traits::CommunicatorCollectives;
     let n = send.len();
     let send: *mut [T] = Box::into_raw(send.into_boxed_slice());
@@ -293,6 +285,6 @@ where
         // the buffers and no reference to them remains.
         let (send, recv) = unsafe { (Box::from_raw(send), Box::from_raw(recv)) };
         drop(send);
-        recv.iter().map(|&v| back(v)).collect()
+        bytemuck::cast_slice(&recv).to_vec()
     })
 }

@@ -157,6 +157,7 @@ impl Distribution {
         dim: usize,
         values: &[T],
     ) -> Result<GlobalDat<T>> {
+        self.ctx.check_dtype("Dat", name, T::DTYPE)?;
         let (sname, size) = &self.sets[set.0];
         if dim == 0 || values.len() != size * dim {
             return Err(Error::Data(format!(
@@ -255,9 +256,10 @@ impl Distribution {
             .iter()
             .map(|d| {
                 let g = &part.sets[d.set].global;
-                let mut words = Vec::with_capacity(g.len() * d.dim);
+                let w = d.dim * d.dtype.words();
+                let mut words = Vec::with_capacity(g.len() * w);
                 for &e in g {
-                    words.extend_from_slice(&d.words[e as usize * d.dim..(e as usize + 1) * d.dim]);
+                    words.extend_from_slice(&d.words[e as usize * w..(e as usize + 1) * w]);
                 }
                 Ok(Some(self.ctx.dat_words(
                     &d.name,

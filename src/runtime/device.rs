@@ -59,6 +59,13 @@ impl Gpu {
         self.features
             .contains(wgpu::Features::SHADER_FLOAT32_ATOMIC)
     }
+    /// Whether kernels may use f64: `SHADER_F64` (Vulkan and DX12 natively; not Metal, not
+    /// browsers), with `SHADER_INT64`, which parloop's generated code uses to move an f64's
+    /// bits (WGSL cannot bitcast f64 to 32-bit words).
+    pub fn f64(&self) -> bool {
+        self.features
+            .contains(wgpu::Features::SHADER_F64 | wgpu::Features::SHADER_INT64)
+    }
     /// Whether the device can time compute passes (`TIMESTAMP_QUERY`).
     pub fn timestamps(&self) -> bool {
         self.features.contains(wgpu::Features::TIMESTAMP_QUERY)
@@ -68,6 +75,9 @@ impl Gpu {
         let mut caps = naga::valid::Capabilities::empty();
         if self.float_atomics() {
             caps |= naga::valid::Capabilities::SHADER_FLOAT32_ATOMIC;
+        }
+        if self.f64() {
+            caps |= naga::valid::Capabilities::FLOAT64 | naga::valid::Capabilities::SHADER_INT64;
         }
         caps
     }
@@ -202,7 +212,10 @@ pub async fn open(choice: &AdapterChoice, local_rank: Option<usize>) -> Result<G
 /// The device of an adapter, with the features and limits parloop uses.
 async fn device(instance: wgpu::Instance, adapter: wgpu::Adapter) -> Result<Gpu> {
     let info = adapter.get_info();
-    let wanted = wgpu::Features::SHADER_FLOAT32_ATOMIC | wgpu::Features::TIMESTAMP_QUERY;
+    let wanted = wgpu::Features::SHADER_FLOAT32_ATOMIC
+        | wgpu::Features::TIMESTAMP_QUERY
+        | wgpu::Features::SHADER_F64
+        | wgpu::Features::SHADER_INT64;
     let features = adapter.features() & wanted;
     let limits = if cfg!(target_arch = "wasm32") {
         wgpu::Limits::default()
@@ -319,9 +332,10 @@ pub async fn report(choice: &AdapterChoice) -> String {
             );
             let _ = writeln!(
                 s,
-                "  features: f32 atomics {}, timestamp queries {}",
+                "  features: f32 atomics {}, timestamp queries {}, f64 {}",
                 if g.float_atomics() { "yes" } else { "no" },
-                if g.timestamps() { "yes" } else { "no" }
+                if g.timestamps() { "yes" } else { "no" },
+                if g.f64() { "yes" } else { "no" }
             );
         }
     }

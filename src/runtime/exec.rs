@@ -488,7 +488,7 @@ fn encode_group(
             grid: (1, 1),
             group: 0,
         });
-        off += red.dim as u32;
+        off += (red.dim * red.dtype.words()) as u32;
     }
     // What this group writes is now current on the device only.
     for (res, b) in lw.resources.iter().zip(&lw.ir.bindings) {
@@ -517,17 +517,31 @@ pub(super) fn bound(bytes: u64) -> u64 {
     bytes.max(4)
 }
 
-/// Combines two values of a reduction on the host (bit patterns of `dtype`).
-pub(crate) fn combine_bits(dtype: DType, access: Access, a: u32, b: u32) -> u32 {
+/// Combines reduction values on the host: `acc[i] = acc[i] op x[i]` for each value (words
+/// of `dtype`, so two per f64).
+pub(crate) fn combine(dtype: DType, access: Access, acc: &mut [u32], x: &[u32]) {
+    fn each<T: bytemuck::Pod>(acc: &mut [u32], x: &[u32], f: impl Fn(T, T) -> T) {
+        let n = std::mem::size_of::<T>() / 4;
+        for (a, b) in acc.chunks_exact_mut(n).zip(x.chunks_exact(n)) {
+            let v = f(
+                bytemuck::pod_read_unaligned(bytemuck::cast_slice(a)),
+                bytemuck::pod_read_unaligned(bytemuck::cast_slice(b)),
+            );
+            a.copy_from_slice(bytemuck::cast_slice(&[v]));
+        }
+    }
     match (dtype, access) {
-        (DType::F32, Access::Min) => f32::from_bits(a).min(f32::from_bits(b)).to_bits(),
-        (DType::F32, Access::Max) => f32::from_bits(a).max(f32::from_bits(b)).to_bits(),
-        (DType::F32, _) => (f32::from_bits(a) + f32::from_bits(b)).to_bits(),
-        (DType::U32, Access::Min) => a.min(b),
-        (DType::U32, Access::Max) => a.max(b),
-        (DType::U32, _) => a.wrapping_add(b),
-        (DType::I32, Access::Min) => (a as i32).min(b as i32) as u32,
-        (DType::I32, Access::Max) => (a as i32).max(b as i32) as u32,
-        (DType::I32, _) => (a as i32).wrapping_add(b as i32) as u32,
+        (DType::F32, Access::Min) => each(acc, x, f32::min),
+        (DType::F32, Access::Max) => each(acc, x, f32::max),
+        (DType::F32, _) => each(acc, x, |a: f32, b| a + b),
+        (DType::F64, Access::Min) => each(acc, x, f64::min),
+        (DType::F64, Access::Max) => each(acc, x, f64::max),
+        (DType::F64, _) => each(acc, x, |a: f64, b| a + b),
+        (DType::U32, Access::Min) => each(acc, x, u32::min),
+        (DType::U32, Access::Max) => each(acc, x, u32::max),
+        (DType::U32, _) => each(acc, x, u32::wrapping_add),
+        (DType::I32, Access::Min) => each(acc, x, i32::min),
+        (DType::I32, Access::Max) => each(acc, x, i32::max),
+        (DType::I32, _) => each(acc, x, i32::wrapping_add),
     }
 }

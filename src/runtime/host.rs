@@ -2,7 +2,7 @@
 //! gather / call / scatter semantics as the generated shaders (reductions start from their
 //! identity and are combined afterwards).
 
-use super::exec::combine_bits;
+use super::exec::combine;
 use crate::data::{DataInner, Via};
 use crate::error::{Error, Result};
 use crate::fuse::Group;
@@ -55,18 +55,24 @@ pub(crate) fn run_group(g: &Group) -> Result<u64> {
             .iter()
             .map(|a| data.iter().position(|d| d.id == a.data.id).unwrap_or(0))
             .collect();
-        let mut values: Vec<Vec<u32>> = lp.args.iter().map(|a| vec![0; a.width()]).collect();
+        let mut values: Vec<Vec<u32>> = lp
+            .args
+            .iter()
+            .map(|a| vec![0; a.width() * a.data.dtype.words()])
+            .collect();
         let positions = lp.space.len();
         for p in 0..positions {
             let e = lp.space.element(p);
             // Gather.
             for (i, a) in lp.args.iter().enumerate() {
-                let dim = a.data.dim;
+                let dim = a.data.wdim();
                 let src = &hosts[slot[i]];
                 let v = &mut values[i];
                 // What a GPU kernel sees: reductions their identity, WRITE zeros.
                 if a.access.is_reduction() {
-                    v.fill(a.data.dtype.identity_bits(a.access));
+                    let id = a.data.dtype.identity_words(a.access);
+                    v.chunks_exact_mut(id.len())
+                        .for_each(|c| c.copy_from_slice(&id));
                     continue;
                 }
                 if a.access == Access::Write {
@@ -86,18 +92,15 @@ pub(crate) fn run_group(g: &Group) -> Result<u64> {
                 if !a.access.writes() {
                     continue;
                 }
-                let dim = a.data.dim;
+                let dim = a.data.wdim();
                 let dst = &mut hosts[slot[i]];
                 let v = &values[i];
                 for (k, t) in targets(&a.via, e).into_iter().enumerate() {
-                    for c in 0..dim {
-                        let x = v[k * dim + c];
-                        let cell = &mut dst[t * dim + c];
-                        *cell = if a.access.is_reduction() {
-                            combine_bits(a.data.dtype, a.access, *cell, x)
-                        } else {
-                            x
-                        };
+                    let (cell, x) = (&mut dst[t * dim..(t + 1) * dim], &v[k * dim..(k + 1) * dim]);
+                    if a.access.is_reduction() {
+                        combine(a.data.dtype, a.access, cell, x);
+                    } else {
+                        cell.copy_from_slice(x);
                     }
                 }
             }

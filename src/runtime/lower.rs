@@ -143,7 +143,7 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
         }
     }
     // Staged maps (hierarchical): maps of racing args, and of indirect reads when staging all.
-    // (map, (data id, dim) of each Dat staged through it, map indices used).
+    // (map, (data id, bytes per element) of each Dat staged through it, map indices used).
     type StagedUse = (Map, Vec<(u64, usize)>, Vec<Option<usize>>);
     let mut staged: Vec<StagedUse> = Vec::new();
     if let Some(st) = staging {
@@ -167,7 +167,7 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
                 };
                 let (_, dats, idxs) = &mut staged[slot];
                 if !dats.iter().any(|&(id, _)| id == a.data.id) {
-                    dats.push((a.data.id, a.data.dim));
+                    dats.push((a.data.id, a.data.dim * a.data.dtype.bytes()));
                 }
                 let idx = match a.via {
                     Via::Map(_, j) => Some(j),
@@ -316,7 +316,7 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
         let staged_spec: Vec<(Map, usize, Option<Vec<usize>>)> = staged
             .iter()
             .map(|(m, dats, idxs)| {
-                let bytes: usize = dats.iter().map(|&(_, dim)| dim * 4).sum();
+                let bytes: usize = dats.iter().map(|&(_, b)| b).sum();
                 let slots = (!idxs.contains(&None)).then(|| {
                     let mut s: Vec<usize> = idxs.iter().flatten().copied().collect();
                     s.sort_unstable();
@@ -427,8 +427,13 @@ fn reserved_bytes(b: &Builder, choice: &Choice) -> usize {
     let mut dtypes: Vec<DType> = b.reductions.iter().map(|r| r.dtype).collect();
     dtypes.sort();
     dtypes.dedup();
-    dtypes.len() * choice.workgroup_size as usize * 4 + 64
+    dtypes.iter().map(|t| t.bytes()).sum::<usize>() * choice.workgroup_size as usize + 64
 }
+
+/// Why `atomics` and `cas` cannot take f64 increments through maps.
+pub(crate) const F64_RACES: &str = "f64 increments through a map need a colouring strategy: WGSL \
+     has no 64-bit atomics, so `atomics` and `cas` cannot apply them; use `auto`, \
+     `global-colour` or `hierarchical`";
 
 fn atomic_kind(schedule: &Schedule, dtype: DType, access: Access) -> Atomic {
     match (schedule, dtype, access) {
@@ -446,11 +451,21 @@ fn schedule_for(
     if racing.is_empty() {
         return Ok(Schedule::Direct);
     }
-    let all_int = racing
-        .iter()
-        .all(|&(l, a)| group.loops[l].args[a].data.dtype != DType::F32);
-    if all_int {
+    let dtypes = || {
+        racing
+            .iter()
+            .map(|&(l, a)| group.loops[l].args[a].data.dtype)
+    };
+    if dtypes().all(|t| matches!(t, DType::U32 | DType::I32)) {
         return Ok(Schedule::Atomics);
+    }
+    // WGSL has no 64-bit atomics: f64 increments through maps are coloured.
+    if dtypes().any(|t| t == DType::F64) {
+        return match choice.strategy {
+            Strategy::Auto | Strategy::GlobalColour => Ok(Schedule::GlobalColour),
+            Strategy::Hierarchical => Ok(Schedule::Hierarchical(choice.staging)),
+            Strategy::Atomics | Strategy::Cas => Err(F64_RACES.to_string()),
+        };
     }
     Ok(match choice.strategy {
         // Measured on the adapters at hand (BENCHMARKS.md) and OP2's modern default: native

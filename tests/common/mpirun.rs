@@ -12,6 +12,15 @@ pub fn mpirun(np: usize, worker: &str, partitioner: &str) -> Vec<f32> {
 /// Runs the worker test `worker` on `np` ranks with extra environment variables; returns
 /// what rank 0 wrote.
 pub fn mpirun_env(np: usize, worker: &str, env: &[(&str, &str)]) -> Vec<f32> {
+    run(np, worker, env)
+}
+
+/// [`mpirun_env`] for a worker that writes f64 values.
+pub fn mpirun_f64(np: usize, worker: &str, env: &[(&str, &str)]) -> Vec<f64> {
+    run(np, worker, env)
+}
+
+fn run<T: bytemuck::Pod>(np: usize, worker: &str, env: &[(&str, &str)]) -> Vec<T> {
     // Tests of one binary run in parallel: each run writes its own file.
     static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -58,7 +67,7 @@ pub fn mpirun_env(np: usize, worker: &str, env: &[(&str, &str)]) -> Vec<f32> {
     );
     let bytes = std::fs::read(&out).unwrap();
     let _ = std::fs::remove_file(&out);
-    bytemuck::cast_slice(&bytes).to_vec()
+    bytemuck::pod_collect_to_vec(&bytes)
 }
 
 /// In a worker (under mpirun): where rank 0 writes its result. A panic on one rank aborts

@@ -184,6 +184,7 @@ struct World {
 fn random_values(rng: &mut Rng, dtype: DType, n: usize) -> Vec<u32> {
     (0..n)
         .map(|_| match dtype {
+            DType::F64 => unreachable!("the fuzzer draws f32, u32 and i32"),
             DType::F32 => ((rng.below(65) as f32 - 32.0) * 0.25).to_bits(),
             DType::U32 => rng.below(64) as u32,
             DType::I32 => (rng.below(101) as i32 - 50) as u32,
@@ -193,6 +194,7 @@ fn random_values(rng: &mut Rng, dtype: DType, n: usize) -> Vec<u32> {
 
 fn identity(dtype: DType, access: Access) -> u32 {
     match (dtype, access) {
+        (DType::F64, _) => unreachable!("the fuzzer draws f32, u32 and i32"),
         (DType::F32, Access::Min) => f32::INFINITY.to_bits(),
         (DType::F32, Access::Max) => f32::NEG_INFINITY.to_bits(),
         (DType::U32, Access::Min) => u32::MAX,
@@ -204,6 +206,7 @@ fn identity(dtype: DType, access: Access) -> u32 {
 
 fn combine(dtype: DType, access: Access, a: u32, b: u32) -> u32 {
     match (dtype, access) {
+        (DType::F64, _) => unreachable!("the fuzzer draws f32, u32 and i32"),
         (DType::F32, Access::Min) => f32::from_bits(a).min(f32::from_bits(b)).to_bits(),
         (DType::F32, Access::Max) => f32::from_bits(a).max(f32::from_bits(b)).to_bits(),
         (DType::F32, _) => (f32::from_bits(a) + f32::from_bits(b)).to_bits(),
@@ -282,6 +285,7 @@ impl World {
             let vals = random_values(&mut w.rng, dtype, dim);
             let name = format!("g{i}");
             let handle = match dtype {
+                DType::F64 => unreachable!("the fuzzer draws f32, u32 and i32"),
                 DType::F32 => {
                     AnyGlobal::F(w.ctx.global(&name, bytemuck::cast_slice(&vals)).unwrap())
                 }
@@ -339,6 +343,7 @@ impl World {
         };
         let (ctx, s) = (&self.ctx, &self.sets[set]);
         let handle = match (dtype, zeros) {
+            (DType::F64, _) => unreachable!("the fuzzer draws f32, u32 and i32"),
             (DType::F32, true) => AnyDat::F(ctx.dat_zeros(name, s, dim).unwrap()),
             (DType::U32, true) => AnyDat::U(ctx.dat_zeros(name, s, dim).unwrap()),
             (DType::I32, true) => AnyDat::I(ctx.dat_zeros(name, s, dim).unwrap()),

@@ -208,6 +208,7 @@ fn check_global(w: &World, g: usize, at: &str) -> Result<(), String> {
 
 fn compare(what: &str, dtype: DType, got: &[u32], want: &[u32], w: &World) -> Result<(), String> {
     let same = |a: u32, b: u32| match dtype {
+        DType::F64 => unreachable!("the fuzzer draws f32, u32 and i32"),
         DType::F32 => f32::from_bits(a) == f32::from_bits(b),
         _ => a == b,
     };
@@ -223,6 +224,7 @@ fn compare(what: &str, dtype: DType, got: &[u32], want: &[u32], w: &World) -> Re
         return Ok(());
     }
     let show = |v: u32| match dtype {
+        DType::F64 => unreachable!("the fuzzer draws f32, u32 and i32"),
         DType::F32 => format!("{}", f32::from_bits(v)),
         DType::U32 => format!("{v}"),
         DType::I32 => format!("{}", v as i32),

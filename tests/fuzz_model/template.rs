@@ -32,6 +32,7 @@ pub struct Template {
 /// their i32 bit pattern.
 pub fn level(dtype: DType, bits: u32) -> i32 {
     match dtype {
+        DType::F64 => unreachable!("the fuzzer draws f32, u32 and i32"),
         DType::F32 => (f32::from_bits(bits) * 4.0) as i32,
         _ => bits as i32,
     }
@@ -40,6 +41,7 @@ pub fn level(dtype: DType, bits: u32) -> i32 {
 /// An output value of the given type from the accumulator's function `h`.
 pub fn output(dtype: DType, h: i32) -> u32 {
     match dtype {
+        DType::F64 => unreachable!("the fuzzer draws f32, u32 and i32"),
         DType::F32 => (h.clamp(-32, 32) as f32 * 0.25).to_bits(),
         DType::U32 => (h as u32) & 63,
         DType::I32 => h.clamp(-50, 50) as u32,
@@ -93,6 +95,7 @@ impl Template {
                 continue;
             }
             let x = match a.dtype {
+                DType::F64 => unreachable!("the fuzzer draws f32, u32 and i32"),
                 DType::F32 => format!("i32((*a{i})[k] * 4.0)"),
                 DType::U32 => format!("bitcast<i32>((*a{i})[k])"),
                 DType::I32 => format!("(*a{i})[k]"),
@@ -104,6 +107,7 @@ impl Template {
         }
         for (i, a) in self.args.iter().enumerate() {
             let out = match a.dtype {
+                DType::F64 => unreachable!("the fuzzer draws f32, u32 and i32"),
                 DType::F32 => "f32(clamp(h, -32, 32)) * 0.25",
                 DType::U32 => "bitcast<u32>(h) & 63u",
                 DType::I32 => "clamp(h, -50, 50)",

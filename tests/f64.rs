@@ -1,0 +1,214 @@
+//! Double precision: Dat<f64>, Global<f64> and f64 Consts against plain-Rust f64 references,
+//! with values whose f32 rounding the assertions would see; increments through maps under
+//! every colouring strategy; and, on an adapter without SHADER_F64 (OpenGL in CI), the
+//! documented error at declaration.
+
+mod common;
+
+use common::{ctx, ctx_with, random_map};
+use parloop::util::Rng;
+use parloop::*;
+
+/// Values near 1 that differ below f32's resolution (2^-24): f32 storage would merge them.
+fn fine_values(n: usize, seed: u64) -> Vec<f64> {
+    let mut rng = Rng::new(seed);
+    (0..n)
+        .map(|_| 1.0 + rng.below(1 << 20) as f64 * 1e-13)
+        .collect()
+}
+
+/// Skips nothing: on an adapter without f64 it asserts the documented error instead.
+fn f64_context() -> Option<Context> {
+    let ctx = ctx();
+    if ctx.gpu().f64() {
+        return Some(ctx);
+    }
+    let s = Set::new("s", 4);
+    let err = ctx
+        .dat_zeros::<f64>("pressure", &s, 1)
+        .err()
+        .expect("refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("Dat `pressure` is f64")
+            && msg.contains("SHADER_F64")
+            && msg.contains(&ctx.adapter()),
+        "{msg}"
+    );
+    assert!(ctx.global("g", &[1.0f64]).is_err());
+    assert!(ctx.constant("c", 1.0f64).is_err());
+    None
+}
+
+#[test]
+fn direct_loop_with_f64_consts_keeps_double_precision() {
+    let Some(ctx) = f64_context() else { return };
+    let n = 5000;
+    let set = Set::new("s", n);
+    let a = fine_values(2 * n, 1);
+    let ad = ctx.dat("a", &set, 2, &a).unwrap();
+    let out = ctx.dat_zeros::<f64>("out", &set, 2).unwrap();
+    // f32 and f64 Consts side by side, scalar and array.
+    ctx.constant("scale", 3.0f32).unwrap();
+    ctx.constant("shift", 1e-11f64).unwrap();
+    ctx.constant("w", [0.25f64, 0.75]).unwrap();
+    let k = Kernel::new(
+        "affine",
+        "fn affine(a: ptr<function, array<f64, 2>>, o: ptr<function, array<f64, 2>>) {
+            for (var i = 0; i < 2; i++) {
+                (*o)[i] = (*a)[i] * f64(scale) * w[i] + shift;
+            }
+        }",
+    );
+    ctx.par_loop(&k, &set, &[ad.read(), out.write()]).unwrap();
+    let got = out.data_ro().unwrap().to_vec();
+    for (e, (g, x)) in got.iter().zip(&a).enumerate() {
+        let expect = x * 3.0 * [0.25, 0.75][e % 2] + 1e-11;
+        assert!(
+            (g - expect).abs() <= 1e-15 * expect.abs(),
+            "value {e}: {g} against {expect}"
+        );
+    }
+    // The differences between neighbours survive (they are below f32's resolution).
+    assert!(got[0] != got[2] || a[0] == a[2]);
+}
+
+#[test]
+fn f64_increments_through_maps_under_every_colouring_strategy() {
+    let Some(probe) = f64_context() else { return };
+    let cells = Set::new("cells", 3000);
+    let nodes = Set::new("nodes", 900);
+    let v = fine_values(cells.size(), 2);
+    for arity in 1..=4usize {
+        let m = random_map("c2n", &cells, &nodes, arity, 10 + arity as u64);
+        let mv = m.values().to_vec();
+        // Reference: each cell adds v * (j + 1) to its j-th node, in f64.
+        let mut expect = vec![0.5f64; nodes.size()];
+        for c in 0..cells.size() {
+            for j in 0..arity {
+                expect[mv[c * arity + j] as usize] += v[c] * (j + 1) as f64;
+            }
+        }
+        let k = Kernel::new(
+            "spread",
+            format!(
+                "fn spread(v: ptr<function, array<f64, 1>>, n: ptr<function, array<f64, {arity}>>) {{
+                    for (var j = 0; j < {arity}; j++) {{ (*n)[j] += (*v)[0] * f64(j + 1); }}
+                }}"
+            ),
+        );
+        for (strategy, staging) in [
+            (Strategy::Auto, Staging::Inc),
+            (Strategy::GlobalColour, Staging::Inc),
+            (Strategy::Hierarchical, Staging::Inc),
+            (Strategy::Hierarchical, Staging::All),
+            (Strategy::Hierarchical, Staging::None),
+        ] {
+            let ctx = ctx_with(Config {
+                strategy,
+                staging,
+                ..Config::from_env().unwrap()
+            });
+            let vd = ctx.dat("v", &cells, 1, &v).unwrap();
+            let nd = ctx
+                .dat("n", &nodes, 1, &vec![0.5f64; nodes.size()])
+                .unwrap();
+            ctx.par_loop(&k, &cells, &[vd.read(), nd.all(&m).inc()])
+                .unwrap();
+            let got = nd.data_ro().unwrap().to_vec();
+            for (i, (g, e)) in got.iter().zip(&expect).enumerate() {
+                // Sums of a few terms in another order: f64 round-off only.
+                assert!(
+                    (g - e).abs() <= 1e-14 * e.abs(),
+                    "{strategy:?}/{staging:?} arity {arity}, node {i}: {g} against {e}"
+                );
+            }
+        }
+        let _ = &probe;
+    }
+}
+
+#[test]
+fn atomics_and_cas_refuse_f64_increments_through_a_map() {
+    let Some(_) = f64_context() else { return };
+    let cells = Set::new("cells", 10);
+    let nodes = Set::new("nodes", 4);
+    let m = random_map("c2n", &cells, &nodes, 2, 3);
+    let k = Kernel::new(
+        "inc",
+        "fn inc(n: ptr<function, array<f64, 2>>) { (*n)[0] += 1.0lf; (*n)[1] += 1.0lf; }",
+    );
+    for strategy in [Strategy::Atomics, Strategy::Cas] {
+        let ctx = ctx_with(Config {
+            strategy,
+            ..Config::from_env().unwrap()
+        });
+        let n = ctx.dat_zeros::<f64>("n", &nodes, 1).unwrap();
+        let msg = ctx
+            .par_loop(&k, &cells, &[n.all(&m).inc()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("inc") && msg.contains("64-bit atomics") && msg.contains("global-colour"),
+            "{strategy:?}: {msg}"
+        );
+    }
+}
+
+#[test]
+fn f64_global_reductions_match_the_reference() {
+    let Some(ctx) = f64_context() else { return };
+    let n = 20_000;
+    let set = Set::new("s", n);
+    let a = fine_values(n, 4);
+    let ad = ctx.dat("a", &set, 1, &a).unwrap();
+    let sum = ctx.global("sum", &[0.25f64, -1.0]).unwrap();
+    let lo = ctx.global("lo", &[f64::MAX]).unwrap();
+    let hi = ctx.global("hi", &[f64::MIN]).unwrap();
+    let k = Kernel::new(
+        "stats",
+        "fn stats(a: ptr<function, array<f64, 1>>, s: ptr<function, array<f64, 2>>,
+                  lo: ptr<function, array<f64, 1>>, hi: ptr<function, array<f64, 1>>) {
+            (*s)[0] += (*a)[0];
+            (*s)[1] += (*a)[0] * (*a)[0];
+            (*lo)[0] = min((*lo)[0], (*a)[0]);
+            (*hi)[0] = max((*hi)[0], (*a)[0]);
+        }",
+    );
+    let args = [ad.read(), sum.inc(), lo.min(), hi.max()];
+    ctx.par_loop(&k, &set, &args).unwrap();
+    // Twice: the second pass accumulates onto the first.
+    ctx.par_loop(&k, &set, &args).unwrap();
+    let s1: f64 = a.iter().sum();
+    let s2: f64 = a.iter().map(|x| x * x).sum();
+    let got = sum.value().unwrap();
+    assert!((got[0] - (0.25 + 2.0 * s1)).abs() < 1e-13 * s1, "{got:?}");
+    assert!((got[1] - (-1.0 + 2.0 * s2)).abs() < 1e-13 * s2, "{got:?}");
+    let min = a.iter().cloned().fold(f64::MAX, f64::min);
+    let max = a.iter().cloned().fold(f64::MIN, f64::max);
+    assert_eq!(lo.value().unwrap(), vec![min]);
+    assert_eq!(hi.value().unwrap(), vec![max]);
+}
+
+#[test]
+fn f64_host_access_round_trips() {
+    let Some(ctx) = f64_context() else { return };
+    let set = Set::new("s", 3);
+    let mut d = ctx
+        .dat("d", &set, 2, &[0.1f64, 0.2, 0.3, 0.4, 0.5, 0.6])
+        .unwrap();
+    d.data().unwrap()[5] = 1.0 + 1e-15;
+    let k = Kernel::new(
+        "twice",
+        "fn twice(d: ptr<function, array<f64, 2>>) { (*d)[0] *= 2.0lf; (*d)[1] *= 2.0lf; }",
+    );
+    ctx.par_loop(&k, &set, &[d.rw()]).unwrap();
+    assert_eq!(
+        &*d.data_ro().unwrap(),
+        &[0.2, 0.4, 0.6, 0.8, 1.0, 2.0 + 2e-15]
+    );
+    assert_eq!(d.gather().unwrap().unwrap()[5], 2.0 + 2e-15);
+    // A wrong length names the Dat and the count.
+    let msg = d.set_data(&[1.0; 5]).unwrap_err().to_string();
+    assert!(msg.contains("`d`") && msg.contains("expected 6"), "{msg}");
+}
