@@ -1,7 +1,8 @@
 //! The explicit wave equation of seed 001 on the unit square, with ParaView output.
 //!
 //! `cargo run --release --example wave` runs 2,000 steps on the 100 x 100 mesh and writes a few
-//! frames to out/wave/; `--t-end 10` runs the seed's full 10,001 steps.
+//! frames to out/wave/; `--t-end 10` runs the seed's full 10,001 steps. `--mesh FILE.msh` runs
+//! on a Gmsh mesh: triangles in 2-D, or tetrahedra in 3-D (one process).
 //!
 //! On N ranks (built with `--features mpi`): `mpirun -np N target/release/examples/wave`. The
 //! cells are partitioned with METIS; each frame is gathered on rank 0, which writes the same
@@ -12,6 +13,8 @@
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use parloop::apps::wave::{Wave, reference};
+use parloop::apps::wave3::Wave3;
+use parloop::mesh::gmsh::{CellType, GmshMesh};
 use parloop::mesh::{TriMesh, unit_square, vtk::Series};
 use parloop::{Config, Context, Result};
 use std::path::PathBuf;
@@ -62,7 +65,8 @@ struct Args {
     /// Print `checksum: <sum of |p|>` at the end (what the browser test compares).
     #[arg(long)]
     checksum: bool,
-    /// Run on this Gmsh mesh of triangles (.msh 4.1 or 2.2) instead of the unit square.
+    /// Run on this Gmsh mesh (.msh 4.1 or 2.2) of triangles, or of tetrahedra (the 3-D wave,
+    /// on one process), instead of the unit square.
     #[arg(long)]
     mesh: Option<PathBuf>,
 }
@@ -81,6 +85,14 @@ fn mesh(a: &Args) -> Result<(TriMesh, String)> {
     }
 }
 
+/// The --mesh file when it holds tetrahedra (the 3-D wave runs on it).
+fn tetrahedra(a: &Args) -> Result<Option<GmshMesh>> {
+    let Some(path) = &a.mesh else { return Ok(None) };
+    let m = parloop::mesh::gmsh::read_file(path)
+        .map_err(|e| parloop::Error::Usage(format!("--mesh: {e}")))?;
+    Ok((m.cell_type == CellType::Tetrahedron).then_some(m))
+}
+
 fn main() {
     if let Err(e) = run(Args::parse()) {
         eprintln!("wave: {e}");
@@ -92,8 +104,15 @@ fn run(a: Args) -> Result<()> {
     let steps = a
         .steps
         .unwrap_or((a.t_end / a.dt + 1e-9).floor() as u64 + 1);
+    let tets = tetrahedra(&a)?;
     if a.reference {
-        return run_reference(&a, steps);
+        return match tets {
+            Some(m) => {
+                let s = reference::State::tetrahedra(&m).map_err(parloop::Error::Usage)?;
+                reference_run(&a, s, steps, m.nvertices(), m.ncells(), "tetrahedra")
+            }
+            None => run_reference(&a, steps),
+        };
     }
     // Defaults from the PARLOOP_* variables; flags override them.
     let env = Config::from_env()?.with_flags(
@@ -105,6 +124,15 @@ fn run(a: Args) -> Result<()> {
     let comm = parloop::dist::Comm::from_launcher()?;
     let root = comm.rank() == 0;
     let ctx = Context::with_comm(env, &comm)?;
+    if let Some(m) = tets {
+        if comm.size() > 1 {
+            return Err(parloop::Error::Usage(
+                "--mesh with tetrahedra runs on one process (the 3-D wave is not distributed)"
+                    .into(),
+            ));
+        }
+        return run_3d(&a, &ctx, m, steps);
+    }
     let (tri, described) = mesh(&a)?;
     let mut w = if comm.size() > 1 {
         Wave::distributed(&ctx, tri, a.dt as f32, parloop::dist::Partitioner::KWay)?
@@ -215,9 +243,77 @@ fn run(a: Args) -> Result<()> {
     Ok(())
 }
 
+/// The 3-D wave on one process: steps, frames of tetrahedra, the figures.
+fn run_3d(a: &Args, ctx: &Context, mesh: GmshMesh, steps: u64) -> Result<()> {
+    let mut w = Wave3::on_mesh(ctx, mesh, a.dt as f32)?;
+    let e0 = w.energy()?;
+    let io = |e: std::io::Error| parloop::Error::Usage(format!("writing frames: {e}"));
+    let mut series = (a.every > 0)
+        .then(|| Series::new(&a.output, "p"))
+        .transpose()
+        .map_err(io)?;
+    let start = Instant::now();
+    for s in 0..=steps {
+        if let Some(out) = series.as_mut().filter(|_| s % a.every.max(1) == 0) {
+            let p = w.p.data_ro()?.to_vec();
+            out.write(s as f64 * a.dt, &w.mesh, &[("p", &p)])
+                .map_err(io)?;
+        }
+        if s == steps {
+            break;
+        }
+        w.step()?;
+        if (s + 1) % a.steps_per_force.max(1) == 0 {
+            ctx.flush()?;
+        }
+    }
+    let _ = w.p.data_ro()?;
+    let wall = start.elapsed().as_secs_f64();
+    let e1 = w.energy()?;
+    println!("adapter:        {}", ctx.adapter());
+    println!(
+        "mesh:           {}, {} vertices, {} tetrahedra",
+        a.mesh
+            .as_ref()
+            .map_or(String::new(), |p| p.display().to_string()),
+        w.mesh.nvertices(),
+        w.mesh.ncells()
+    );
+    println!(
+        "wall time:      {wall:.2} s ({:.1} steps/s, frames included)",
+        steps as f64 / wall
+    );
+    println!(
+        "energy:         {e0:.6e} -> {e1:.6e} (relative change {:+.3e})",
+        (e1 - e0) / e0
+    );
+    if a.every > 0 {
+        println!(
+            "frames:         {}/p.pvd (open in ParaView)",
+            a.output.display()
+        );
+    }
+    Ok(())
+}
+
 fn run_reference(a: &Args, steps: u64) -> Result<()> {
-    let (mesh, described) = mesh(a)?;
-    let mut s = reference::State::new(&mesh);
+    let (mesh, _) = mesh(a)?;
+    let s = reference::State::new(&mesh);
+    reference_run(a, s, steps, mesh.nvertices(), mesh.ncells(), "triangles")
+}
+
+fn reference_run(
+    a: &Args,
+    mut s: reference::State,
+    steps: u64,
+    nvertices: usize,
+    ncells: usize,
+    cells: &str,
+) -> Result<()> {
+    let described = match &a.mesh {
+        Some(p) => p.display().to_string(),
+        None => format!("{} x {} unit square", a.n, a.n),
+    };
     let e0 = s.energy();
     let start = Instant::now();
     for _ in 0..steps {
@@ -226,11 +322,7 @@ fn run_reference(a: &Args, steps: u64) -> Result<()> {
     let wall = start.elapsed().as_secs_f64();
     let e1 = s.energy();
     println!("adapter:        CPU reference (plain Rust, f64, one core)");
-    println!(
-        "mesh:           {described}, {} vertices, {} triangles",
-        mesh.nvertices(),
-        mesh.ncells()
-    );
+    println!("mesh:           {described}, {nvertices} vertices, {ncells} {cells}");
     println!(
         "wall time:      {wall:.2} s ({:.1} steps/s)",
         steps as f64 / wall

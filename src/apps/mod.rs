@@ -2,3 +2,4 @@
 
 pub mod airfoil;
 pub mod wave;
+pub mod wave3;

@@ -13,8 +13,35 @@
 use crate::mesh::{TriMesh, unit_square};
 use crate::{Context, Dat, Global, Kernel, Map, Result, Set};
 
+/// The kernels on vertices, the same in 2-D and 3-D (a macro, so that both kernel sets are
+/// string literals).
+macro_rules! vertex_kernels {
+    () => {
+        r#"
+fn phi_half(p: ptr<function, array<f32, 1>>, phi: ptr<function, array<f32, 1>>) {
+    (*phi)[0] -= 0.5 * dt * (*p)[0];
+}
+
+fn zero(t: ptr<function, array<f32, 1>>) {
+    (*t)[0] = 0.0;
+}
+
+fn p_update(t: ptr<function, array<f32, 1>>, m: ptr<function, array<f32, 1>>, p: ptr<function, array<f32, 1>>) {
+    (*p)[0] += (*t)[0] / (*m)[0];
+}
+
+fn energy_vertices(p: ptr<function, array<f32, 1>>, m: ptr<function, array<f32, 1>>, e: ptr<function, array<f32, 1>>) {
+    (*e)[0] += 0.5 * (*m)[0] * (*p)[0] * (*p)[0];
+}
+"#
+    };
+}
+pub(crate) use vertex_kernels;
+
 /// The WGSL kernels (the Const `dt` is compiled in).
-pub const KERNELS: &str = r#"
+pub const KERNELS: &str = concat!(
+    vertex_kernels!(),
+    r#"
 fn geometry(x: ptr<function, array<f32, 6>>, g: ptr<function, array<vec2<f32>, 3>>) -> f32 {
     let x0 = vec2<f32>((*x)[0], (*x)[1]);
     let d1 = vec2<f32>((*x)[2], (*x)[3]) - x0;
@@ -32,23 +59,11 @@ fn lumped_mass(x: ptr<function, array<f32, 6>>, m: ptr<function, array<f32, 3>>)
     for (var a = 0; a < 3; a++) { (*m)[a] += area / 3.0; }
 }
 
-fn phi_half(p: ptr<function, array<f32, 1>>, phi: ptr<function, array<f32, 1>>) {
-    (*phi)[0] -= 0.5 * dt * (*p)[0];
-}
-
-fn zero(t: ptr<function, array<f32, 1>>) {
-    (*t)[0] = 0.0;
-}
-
 fn stiffness(x: ptr<function, array<f32, 6>>, phi: ptr<function, array<f32, 3>>, t: ptr<function, array<f32, 3>>) {
     var g: array<vec2<f32>, 3>;
     let area = geometry(x, &g);
     let grad = g[0] * (*phi)[0] + g[1] * (*phi)[1] + g[2] * (*phi)[2];
     for (var a = 0; a < 3; a++) { (*t)[a] += dt * area * dot(g[a], grad); }
-}
-
-fn p_update(t: ptr<function, array<f32, 1>>, m: ptr<function, array<f32, 1>>, p: ptr<function, array<f32, 1>>) {
-    (*p)[0] += (*t)[0] / (*m)[0];
 }
 
 fn energy_cells(x: ptr<function, array<f32, 6>>, phi: ptr<function, array<f32, 3>>, e: ptr<function, array<f32, 1>>) {
@@ -58,15 +73,12 @@ fn energy_cells(x: ptr<function, array<f32, 6>>, phi: ptr<function, array<f32, 3
     (*e)[0] += 0.5 * area * dot(grad, grad);
 }
 
-fn energy_vertices(p: ptr<function, array<f32, 1>>, m: ptr<function, array<f32, 1>>, e: ptr<function, array<f32, 1>>) {
-    (*e)[0] += 0.5 * (*m)[0] * (*p)[0] * (*p)[0];
-}
-
 fn pulse(x: ptr<function, array<f32, 2>>, p: ptr<function, array<f32, 1>>, c: ptr<function, array<f32, 3>>) {
     let d = vec2<f32>((*x)[0] - (*c)[0], (*x)[1] - (*c)[1]);
     (*p)[0] += (*c)[2] * exp(-400.0 * dot(d, d));
 }
-"#;
+"#
+);
 
 /// p at t = 0 on every vertex of `mesh`.
 fn initial_values(mesh: &TriMesh) -> Vec<f32> {
@@ -81,7 +93,8 @@ pub fn initial_p(x: f64, y: f64) -> f64 {
     (-40.0 * ((x - 0.5).powi(2) + (y - 0.5).powi(2))).exp()
 }
 
-struct Kernels {
+/// The kernels of one kernel set (2-D or 3-D; `pulse` exists in 2-D only).
+pub(crate) struct Kernels {
     phi_half: Kernel,
     zero: Kernel,
     stiffness: Kernel,
@@ -89,6 +102,81 @@ struct Kernels {
     energy_cells: Kernel,
     energy_vertices: Kernel,
     pulse: Kernel,
+}
+
+impl Kernels {
+    /// The kernels of `source` (one string, so that a fused group includes it once).
+    pub(crate) fn of(source: &'static str) -> Kernels {
+        let kernel = |name: &str| Kernel::new(name, source);
+        Kernels {
+            phi_half: kernel("phi_half"),
+            zero: kernel("zero"),
+            stiffness: kernel("stiffness"),
+            p_update: kernel("p_update"),
+            energy_cells: kernel("energy_cells"),
+            energy_vertices: kernel("energy_vertices"),
+            pulse: kernel("pulse"),
+        }
+    }
+}
+
+/// What the loops of a step touch: the 2-D and the 3-D wave share the step.
+pub(crate) struct Fields<'a> {
+    pub vertices: &'a Set,
+    pub cells: &'a Set,
+    pub c2v: &'a Map,
+    pub coords: &'a Dat<f32>,
+    pub p: &'a Dat<f32>,
+    pub phi: &'a Dat<f32>,
+    pub t1: &'a Dat<f32>,
+    pub mass: &'a Dat<f32>,
+    pub energy: &'a Global<f32>,
+}
+
+/// Records the lumped mass: each cell gives its area (volume) / (its vertices) to each vertex.
+pub(crate) fn record_mass(ctx: &Context, source: &'static str, f: &Fields) -> Result<()> {
+    ctx.par_loop(
+        &Kernel::new("lumped_mass", source),
+        f.cells,
+        &[f.coords.all(f.c2v).read(), f.mass.all(f.c2v).inc()],
+    )
+}
+
+/// Records one time step (five par_loops; nothing runs yet).
+pub(crate) fn record_step(ctx: &Context, k: &Kernels, f: &Fields) -> Result<()> {
+    let (v, c) = (f.vertices, f.cells);
+    ctx.par_loop(&k.phi_half, v, &[f.p.read(), f.phi.rw()])?;
+    ctx.par_loop(&k.zero, v, &[f.t1.write()])?;
+    ctx.par_loop(
+        &k.stiffness,
+        c,
+        &[
+            f.coords.all(f.c2v).read(),
+            f.phi.all(f.c2v).read(),
+            f.t1.all(f.c2v).inc(),
+        ],
+    )?;
+    ctx.par_loop(&k.p_update, v, &[f.t1.read(), f.mass.read(), f.p.rw()])?;
+    ctx.par_loop(&k.phi_half, v, &[f.p.read(), f.phi.rw()])
+}
+
+/// Records the loops that compute the discrete energy 1/2 p.M p + 1/2 phi.K phi.
+pub(crate) fn record_energy(ctx: &Context, k: &Kernels, f: &Fields) -> Result<()> {
+    f.energy.set(&[0.0])?;
+    ctx.par_loop(
+        &k.energy_cells,
+        f.cells,
+        &[
+            f.coords.all(f.c2v).read(),
+            f.phi.all(f.c2v).read(),
+            f.energy.inc(),
+        ],
+    )?;
+    ctx.par_loop(
+        &k.energy_vertices,
+        f.vertices,
+        &[f.p.read(), f.mass.read(), f.energy.inc()],
+    )
 }
 
 /// The wave simulation on a context.
@@ -194,24 +282,10 @@ impl Wave {
         [coords, p, phi, t1, mass]: [Dat<f32>; 5],
     ) -> Result<Wave> {
         ctx.constant("dt", dt)?;
-        let kernel = |name: &str| Kernel::new(name, KERNELS);
-        let k = Kernels {
-            phi_half: kernel("phi_half"),
-            zero: kernel("zero"),
-            stiffness: kernel("stiffness"),
-            p_update: kernel("p_update"),
-            energy_cells: kernel("energy_cells"),
-            energy_vertices: kernel("energy_vertices"),
-            pulse: kernel("pulse"),
-        };
-        ctx.par_loop(
-            &kernel("lumped_mass"),
-            &cells,
-            &[coords.all(&c2v).read(), mass.all(&c2v).inc()],
-        )?;
-        Ok(Wave {
+        let energy = ctx.global("energy", &[0.0f32])?;
+        let w = Wave {
             ctx: ctx.clone(),
-            energy: ctx.global("energy", &[0.0f32])?,
+            energy,
             centre: ctx.global("pulse", &[0.5f32, 0.5, 0.0])?,
             mesh,
             vertices,
@@ -224,52 +298,35 @@ impl Wave {
             mass,
             dt,
             steps: 0,
-            k,
-        })
+            k: Kernels::of(KERNELS),
+        };
+        record_mass(ctx, KERNELS, &w.fields())?;
+        Ok(w)
+    }
+
+    fn fields(&self) -> Fields<'_> {
+        Fields {
+            vertices: &self.vertices,
+            cells: &self.cells,
+            c2v: &self.c2v,
+            coords: &self.coords,
+            p: &self.p,
+            phi: &self.phi,
+            t1: &self.t1,
+            mass: &self.mass,
+            energy: &self.energy,
+        }
     }
 
     /// Records one time step (five par_loops; nothing runs yet).
     pub fn step(&mut self) -> Result<()> {
-        let (ctx, k) = (&self.ctx, &self.k);
-        let (v, c) = (&self.vertices, &self.cells);
-        ctx.par_loop(&k.phi_half, v, &[self.p.read(), self.phi.rw()])?;
-        ctx.par_loop(&k.zero, v, &[self.t1.write()])?;
-        ctx.par_loop(
-            &k.stiffness,
-            c,
-            &[
-                self.coords.all(&self.c2v).read(),
-                self.phi.all(&self.c2v).read(),
-                self.t1.all(&self.c2v).inc(),
-            ],
-        )?;
-        ctx.par_loop(
-            &k.p_update,
-            v,
-            &[self.t1.read(), self.mass.read(), self.p.rw()],
-        )?;
-        ctx.par_loop(&k.phi_half, v, &[self.p.read(), self.phi.rw()])?;
+        record_step(&self.ctx, &self.k, &self.fields())?;
         self.steps += 1;
         Ok(())
     }
 
-    /// Records the loops that compute the discrete energy 1/2 p.M p + 1/2 phi.K phi.
     fn record_energy(&self) -> Result<()> {
-        self.energy.set(&[0.0])?;
-        self.ctx.par_loop(
-            &self.k.energy_cells,
-            &self.cells,
-            &[
-                self.coords.all(&self.c2v).read(),
-                self.phi.all(&self.c2v).read(),
-                self.energy.inc(),
-            ],
-        )?;
-        self.ctx.par_loop(
-            &self.k.energy_vertices,
-            &self.vertices,
-            &[self.p.read(), self.mass.read(), self.energy.inc()],
-        )
+        record_energy(&self.ctx, &self.k, &self.fields())
     }
 
     #[cfg(not(target_arch = "wasm32"))]
@@ -295,25 +352,59 @@ impl Wave {
     }
 }
 
-/// The same scheme in plain Rust, f64, one core: the independent reference.
+/// The same scheme in plain Rust, f64, one core: the independent reference, on triangles and
+/// on tetrahedra.
 pub mod reference {
     use super::{TriMesh, initial_p};
+    use crate::mesh::gmsh::{CellType, GmshMesh};
 
-    /// Per cell: area and the gradients of the three P1 basis functions.
-    fn geometry(m: &TriMesh) -> Vec<(f64, [[f64; 2]; 3])> {
-        m.cells
-            .iter()
-            .map(|c| {
-                let [a, b, d] = c.map(|i| m.coords[i as usize]);
-                let d1 = [b[0] - a[0], b[1] - a[1]];
-                let d2 = [d[0] - a[0], d[1] - a[1]];
-                let det = d1[0] * d2[1] - d1[1] * d2[0];
-                let g1 = [d2[1] / det, -d2[0] / det];
-                let g2 = [-d1[1] / det, d1[0] / det];
-                let g0 = [-g1[0] - g2[0], -g1[1] - g2[1]];
-                (0.5 * det.abs(), [g0, g1, g2])
-            })
-            .collect()
+    /// Per cell: its area (volume) and the gradients of its P1 basis functions (z = 0 in 2-D).
+    type Geometry = (f64, Vec<[f64; 3]>);
+
+    fn sub(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+        [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
+    }
+    fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
+        a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+    }
+    fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+        [
+            a[1] * b[2] - a[2] * b[1],
+            a[2] * b[0] - a[0] * b[2],
+            a[0] * b[1] - a[1] * b[0],
+        ]
+    }
+    /// The first gradient makes the sum zero (the basis functions sum to one).
+    fn with_first(rest: [[f64; 3]; 3], n: usize) -> Vec<[f64; 3]> {
+        let mut g = vec![[0.0; 3]; n];
+        for (k, r) in rest.iter().take(n - 1).enumerate() {
+            g[k + 1] = *r;
+            g[0] = sub(g[0], *r);
+        }
+        g
+    }
+
+    fn triangle(x: [[f64; 3]; 3]) -> Geometry {
+        let (d1, d2) = (sub(x[1], x[0]), sub(x[2], x[0]));
+        let det = d1[0] * d2[1] - d1[1] * d2[0];
+        let rest = [
+            [d2[1] / det, -d2[0] / det, 0.0],
+            [-d1[1] / det, d1[0] / det, 0.0],
+            [0.0; 3],
+        ];
+        (0.5 * det.abs(), with_first(rest, 3))
+    }
+
+    fn tetrahedron(x: [[f64; 3]; 4]) -> Geometry {
+        let (d1, d2, d3) = (sub(x[1], x[0]), sub(x[2], x[0]), sub(x[3], x[0]));
+        let det = dot(d1, cross(d2, d3));
+        let scale = |v: [f64; 3]| v.map(|c| c / det);
+        let rest = [
+            scale(cross(d2, d3)),
+            scale(cross(d3, d1)),
+            scale(cross(d1, d2)),
+        ];
+        (det.abs() / 6.0, with_first(rest, 4))
     }
 
     /// The state of the reference solver.
@@ -324,38 +415,82 @@ pub mod reference {
         pub phi: Vec<f64>,
         /// The lumped mass per vertex.
         pub mass: Vec<f64>,
-        geo: Vec<(f64, [[f64; 2]; 3])>,
-        cells: Vec<[u32; 3]>,
+        geo: Vec<Geometry>,
+        /// Vertices per cell.
+        arity: usize,
+        cells: Vec<u32>,
         t1: Vec<f64>,
     }
 
     impl State {
-        /// The initial state on mesh `m` (as the GPU version starts).
+        /// The initial state on triangle mesh `m` (as the GPU version starts).
         pub fn new(m: &TriMesh) -> State {
-            let geo = geometry(m);
-            let mut mass = vec![0.0; m.nvertices()];
-            for (c, (area, _)) in m.cells.iter().zip(&geo) {
+            let geo = m
+                .cells
+                .iter()
+                .map(|c| {
+                    triangle(c.map(|i| {
+                        let [x, y] = m.coords[i as usize];
+                        [x, y, 0.0]
+                    }))
+                })
+                .collect();
+            let p = m.coords.iter().map(|c| initial_p(c[0], c[1])).collect();
+            State::build(p, geo, 3, m.cells.iter().flatten().copied().collect())
+        }
+
+        /// The initial state on a mesh of tetrahedra (as [`super::super::wave3::Wave3`] starts).
+        /// Other cell types are refused.
+        pub fn tetrahedra(m: &GmshMesh) -> Result<State, String> {
+            if m.cell_type != CellType::Tetrahedron {
+                return Err(format!(
+                    "the 3-D wave needs tetrahedra, not {}",
+                    m.cell_type.name()
+                ));
+            }
+            let geo = m
+                .cells
+                .chunks_exact(4)
+                .map(|c| tetrahedron([0, 1, 2, 3].map(|k| m.coords[c[k] as usize])))
+                .collect();
+            let p = m
+                .coords
+                .iter()
+                .map(|&c| super::super::wave3::initial_p(c))
+                .collect();
+            Ok(State::build(p, geo, 4, m.cells.clone()))
+        }
+
+        fn build(p: Vec<f64>, geo: Vec<Geometry>, arity: usize, cells: Vec<u32>) -> State {
+            let n = p.len();
+            let mut mass = vec![0.0; n];
+            for (c, (vol, _)) in cells.chunks_exact(arity).zip(&geo) {
                 for &v in c {
-                    mass[v as usize] += area / 3.0;
+                    mass[v as usize] += vol / arity as f64;
                 }
             }
             State {
-                p: m.coords.iter().map(|c| initial_p(c[0], c[1])).collect(),
-                phi: vec![0.0; m.nvertices()],
+                p,
+                phi: vec![0.0; n],
                 mass,
                 geo,
-                cells: m.cells.clone(),
-                t1: vec![0.0; m.nvertices()],
+                arity,
+                cells,
+                t1: vec![0.0; n],
             }
         }
 
-        fn grad(&self, k: usize, phi: &[f64]) -> [f64; 2] {
+        fn cell(&self, k: usize) -> &[u32] {
+            &self.cells[k * self.arity..(k + 1) * self.arity]
+        }
+
+        fn grad(&self, k: usize, phi: &[f64]) -> [f64; 3] {
             let (_, g) = &self.geo[k];
-            let c = self.cells[k];
-            let mut s = [0.0; 2];
-            for a in 0..3 {
-                s[0] += g[a][0] * phi[c[a] as usize];
-                s[1] += g[a][1] * phi[c[a] as usize];
+            let mut s = [0.0; 3];
+            for (ga, &v) in g.iter().zip(self.cell(k)) {
+                for d in 0..3 {
+                    s[d] += ga[d] * phi[v as usize];
+                }
             }
             s
         }
@@ -366,12 +501,14 @@ pub mod reference {
                 *phi -= 0.5 * dt * p;
             }
             self.t1.iter_mut().for_each(|t| *t = 0.0);
-            for k in 0..self.cells.len() {
+            for k in 0..self.geo.len() {
                 let gr = self.grad(k, &self.phi);
-                let (area, g) = &self.geo[k];
-                for a in 0..3 {
-                    self.t1[self.cells[k][a] as usize] +=
-                        dt * area * (g[a][0] * gr[0] + g[a][1] * gr[1]);
+                let (vol, g) = &self.geo[k];
+                for (a, &v) in self.cells[k * self.arity..(k + 1) * self.arity]
+                    .iter()
+                    .enumerate()
+                {
+                    self.t1[v as usize] += dt * vol * dot(g[a], gr);
                 }
             }
             for ((p, t), m) in self.p.iter_mut().zip(&self.t1).zip(&self.mass) {
@@ -390,10 +527,10 @@ pub mod reference {
                 .zip(&self.mass)
                 .map(|(p, m)| 0.5 * m * p * p)
                 .sum();
-            let potential: f64 = (0..self.cells.len())
+            let potential: f64 = (0..self.geo.len())
                 .map(|k| {
                     let g = self.grad(k, &self.phi);
-                    0.5 * self.geo[k].0 * (g[0] * g[0] + g[1] * g[1])
+                    0.5 * self.geo[k].0 * dot(g, g)
                 })
                 .sum();
             kinetic + potential

@@ -2,6 +2,7 @@
 //! `.pvd` collection listing the frames with their times.
 
 use super::TriMesh;
+use super::gmsh::{CellType as GmshCell, GmshMesh};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use vtkio::model::{
@@ -9,15 +10,57 @@ use vtkio::model::{
     Version, VertexNumbers, Vtk,
 };
 
+/// A mesh ParaView can show: points in 3-D and cells of one VTK type.
+pub trait VtkMesh {
+    /// The points as x, y, z triples.
+    fn points(&self) -> Vec<f32>;
+    /// The cells' vertices, flat, and the VTK type of every cell.
+    fn cells(&self) -> (Vec<u64>, CellType);
+}
+
+impl VtkMesh for TriMesh {
+    fn points(&self) -> Vec<f32> {
+        let xy0 = |c: &[f64; 2]| [c[0] as f32, c[1] as f32, 0.0];
+        self.coords.iter().flat_map(xy0).collect()
+    }
+    fn cells(&self) -> (Vec<u64>, CellType) {
+        let flat = self.cells.iter().flatten().map(|&v| v as u64).collect();
+        (flat, CellType::Triangle)
+    }
+}
+
+/// A Gmsh mesh's cells: first-order triangles, quadrilaterals, tetrahedra and hexahedra have
+/// the same vertex order in Gmsh and VTK.
+impl VtkMesh for GmshMesh {
+    fn points(&self) -> Vec<f32> {
+        self.coords.iter().flatten().map(|&c| c as f32).collect()
+    }
+    fn cells(&self) -> (Vec<u64>, CellType) {
+        let t = match self.cell_type {
+            GmshCell::Triangle => CellType::Triangle,
+            GmshCell::Quadrilateral => CellType::Quad,
+            GmshCell::Tetrahedron => CellType::Tetra,
+            GmshCell::Hexahedron => CellType::Hexahedron,
+        };
+        (self.cells.iter().map(|&v| v as u64).collect(), t)
+    }
+}
+
 /// Writes `mesh` with vertex fields (one value per vertex each) as a `.vtu` file.
-pub fn write_vtu(path: &Path, mesh: &TriMesh, fields: &[(&str, &[f32])]) -> std::io::Result<()> {
-    let points: Vec<f32> = mesh
-        .coords
-        .iter()
-        .flat_map(|c| [c[0] as f32, c[1] as f32, 0.0])
-        .collect();
-    let connectivity: Vec<u64> = mesh.cells.iter().flatten().map(|&v| v as u64).collect();
-    let offsets: Vec<u64> = (1..=mesh.ncells() as u64).map(|k| 3 * k).collect();
+pub fn write_vtu(
+    path: &Path,
+    mesh: &impl VtkMesh,
+    fields: &[(&str, &[f32])],
+) -> std::io::Result<()> {
+    let points = mesh.points();
+    let (connectivity, cell_type) = mesh.cells();
+    let per = match cell_type {
+        CellType::Triangle => 3,
+        CellType::Quad | CellType::Tetra => 4,
+        _ => 8,
+    };
+    let ncells = connectivity.len() / per;
+    let offsets: Vec<u64> = (1..=ncells as u64).map(|k| per as u64 * k).collect();
     let point = fields
         .iter()
         .map(|(name, values)| {
@@ -36,7 +79,7 @@ pub fn write_vtu(path: &Path, mesh: &TriMesh, fields: &[(&str, &[f32])]) -> std:
                     connectivity,
                     offsets,
                 },
-                types: vec![CellType::Triangle; mesh.ncells()],
+                types: vec![cell_type; ncells],
             },
             data: Attributes {
                 point,
@@ -70,7 +113,7 @@ impl Series {
     pub fn write(
         &mut self,
         time: f64,
-        mesh: &TriMesh,
+        mesh: &impl VtkMesh,
         fields: &[(&str, &[f32])],
     ) -> std::io::Result<()> {
         let file = format!("{}_{:06}.vtu", self.stem, self.frames.len());
