@@ -5,6 +5,7 @@
 
 pub mod airfoil;
 pub mod gmsh;
+pub mod renumber;
 pub(crate) mod spline;
 pub mod topology;
 #[cfg(not(target_arch = "wasm32"))]

@@ -1,59 +1,16 @@
-//! Locality renumbering, as OP2's renumbering step provides: vertices in the order of a
-//! Z-order (Morton) curve through their coordinates, cells in the order of the curve through
-//! their centroids, so that what a loop reads through a map sits close in memory. Gmsh numbers
-//! unstructured meshes in the order its mesher made them.
+//! Locality renumbering of a whole Gmsh mesh before it becomes parloop data: vertices in the
+//! order of a Z-order (Morton) curve through their coordinates, cells in the order of the curve
+//! through their centroids ([`crate::mesh::renumber`] renumbers Sets already declared).
 
 use super::GmshMesh;
-
-/// Morton codes of points: coordinates scaled to the bounding box, 21 bits per axis,
-/// interleaved.
-fn morton(points: &[[f64; 3]]) -> Vec<u64> {
-    let mut lo = [f64::INFINITY; 3];
-    let mut hi = [f64::NEG_INFINITY; 3];
-    for p in points {
-        for a in 0..3 {
-            lo[a] = lo[a].min(p[a]);
-            hi[a] = hi[a].max(p[a]);
-        }
-    }
-    let spread = |mut v: u64| {
-        // Spread 21 bits so that two zeros follow each.
-        v &= 0x1f_ffff;
-        v = (v | v << 32) & 0x1f_0000_0000_ffff;
-        v = (v | v << 16) & 0x1f_0000_ff00_00ff;
-        v = (v | v << 8) & 0x100f_00f0_0f00_f00f;
-        v = (v | v << 4) & 0x10c3_0c30_c30c_30c3;
-        (v | v << 2) & 0x1249_2492_4924_9249
-    };
-    points
-        .iter()
-        .map(|p| {
-            let q = |a: usize| {
-                let w = hi[a] - lo[a];
-                if w > 0.0 {
-                    ((p[a] - lo[a]) / w * ((1 << 21) - 1) as f64) as u64
-                } else {
-                    0
-                }
-            };
-            spread(q(0)) | spread(q(1)) << 1 | spread(q(2)) << 2
-        })
-        .collect()
-}
-
-/// Indices 0..codes.len() ordered by code (stable).
-fn order_by(codes: &[u64]) -> Vec<u32> {
-    let mut order: Vec<u32> = (0..codes.len() as u32).collect();
-    order.sort_by_key(|&i| codes[i as usize]);
-    order
-}
+use crate::mesh::renumber::Renumbering;
 
 impl GmshMesh {
     /// The mesh renumbered for locality: vertices along a Z-order curve, cells along the curve
     /// of their centroids. Returns it and, for each new vertex, its index in `self` (to map
     /// results back). Groups and facets follow their cells and vertices.
     pub fn renumbered(&self) -> (GmshMesh, Vec<u32>) {
-        let vertex_order = order_by(&morton(&self.coords));
+        let vertex_order = Renumbering::z_order(&self.coords).order().to_vec();
         let n = self.cell_type.vertices() as f64;
         let centroids: Vec<[f64; 3]> = (0..self.ncells())
             .map(|c| {
@@ -66,7 +23,7 @@ impl GmshMesh {
                 s
             })
             .collect();
-        let cell_order = order_by(&morton(&centroids));
+        let cell_order = Renumbering::z_order(&centroids).order().to_vec();
         (self.permuted(&vertex_order, &cell_order), vertex_order)
     }
 
