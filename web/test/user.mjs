@@ -154,6 +154,19 @@ try {
   await page.click("#reset");
   await page.waitForTimeout(500);
   check(await page.locator("#message").isHidden(), "Reset after the refused file clears the message");
+  // A Gmsh mesh dropped on the canvas (after Reset: the unit square again): the committed
+  // disk, as a drag and drop delivers it.
+  const disk = fs.readFileSync(path.join(root, "..", "tests", "data", "disk.msh"), "latin1");
+  const drop = await page.evaluateHandle((text) => {
+    const d = new DataTransfer();
+    d.items.add(new File([text], "disk.msh"));
+    return d;
+  }, disk);
+  await page.dispatchEvent("#canvas", "drop", { dataTransfer: drop });
+  await page.waitForFunction(() => document.getElementById("mesh").textContent === "81 vertices, 128 triangles (disk.msh)", null, { timeout: 60_000 });
+  await page.waitForTimeout(1000);
+  check(colours(await shot()) >= 50, "a Gmsh disk dropped on the canvas runs and draws");
+  await noMessage("the dropped disk");
   const dpf = await page.locator("#dpf").textContent();
   check(/per step/.test(await page.locator("#dpf-why").textContent()), `the dispatches are explained (${dpf}: ${await page.locator("#dpf-why").textContent()})`);
 

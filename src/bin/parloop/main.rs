@@ -1,5 +1,6 @@
 //! The `parloop` command line: `info` (adapters and limits), `partition` (the loop-graph
-//! partitioner on a JSON graph), `plan` (execution-plan statistics for a mesh).
+//! partitioner on a JSON graph), `plan` (execution-plan statistics for a mesh), `bench` (every
+//! measurement on the adapter present, as one markdown report).
 
 #[cfg(target_arch = "wasm32")]
 fn main() {}
@@ -8,6 +9,9 @@ fn main() {}
 fn main() {
     std::process::exit(cli::main());
 }
+
+#[cfg(not(target_arch = "wasm32"))]
+mod bench;
 
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {
@@ -52,6 +56,17 @@ mod cli {
         /// List the adapters found, the one parloop picks (PARLOOP_ADAPTER, PARLOOP_BACKEND),
         /// its key limits and features.
         Info,
+        /// Measure everything on the adapter parloop picks (copy bandwidth, strategies,
+        /// fusion, lazy evaluation, the wave, Airfoil) and print one markdown report.
+        Bench {
+            /// tiny (seconds: what CI runs), small (minutes on a software adapter) or full (the
+            /// sizes the issue names: a GPU's).
+            #[arg(long, default_value = "full", value_parser = ["tiny", "small", "full"])]
+            size: String,
+            /// Airfoil iterations per mesh (default: 5 tiny, 20 small, 1000 full).
+            #[arg(long)]
+            iterations: Option<usize>,
+        },
         /// Partition a loop graph (JSON) into the fewest valid loops.
         Partition {
             /// The graph: {"nodes": [{"id", "location", "target", "cached", "reducing", "needs"}]}
@@ -108,6 +123,9 @@ mod cli {
 
     fn run(command: Command) -> Result<String, String> {
         match command {
+            Command::Bench { size, iterations } => {
+                crate::bench::run(crate::bench::Sizes::named(&size, iterations))
+            }
             Command::Info => {
                 let choice = parloop::AdapterChoice::parse(
                     &std::env::var("PARLOOP_ADAPTER").unwrap_or_default(),
