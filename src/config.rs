@@ -39,6 +39,11 @@ pub struct Config {
     /// returns [`Error::Check`] naming the par_loop, argument, element, index and bound. Costs
     /// a guard per index and a readback per force; off by default.
     pub check: bool,
+    /// Struct-of-arrays layout on the device for Dats of dim > 1 (`PARLOOP_SOA=1`; OP2's SoA on
+    /// GPUs): value k of element e at k x n + e (n: the set's stored elements), so that
+    /// neighbouring invocations read neighbouring words. Kernels still see `array<T, dim>`;
+    /// host copies stay array-of-structs (transposed on upload and readback).
+    pub soa: bool,
     /// Caps the workgroups per grid dimension below the adapter's limit (65535 on most), so
     /// that tests reach 2-D grids and their idle workgroups on small meshes. None: the
     /// adapter's limit.
@@ -59,6 +64,7 @@ impl Default for Config {
             adapter: AdapterChoice::Auto,
             profile: false,
             check: false,
+            soa: false,
             grid_limit: None,
         }
     }
@@ -70,7 +76,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("PARLOOP_FUSION", "0 or 1"),
     (
         "PARLOOP_STRATEGY",
-        "auto, atomics, global-colour, hierarchical or cas",
+        "auto, atomics, global-colour, hierarchical, cas or staged",
     ),
     ("PARLOOP_STAGING", "none, inc or all"),
     ("PARLOOP_BLOCK_SIZE", "a positive integer"),
@@ -79,6 +85,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("PARLOOP_WORKGROUP_SIZE", "a positive integer"),
     ("PARLOOP_PROFILE", "0 or 1"),
     ("PARLOOP_CHECK", "0 or 1"),
+    ("PARLOOP_SOA", "0 or 1"),
     (
         "PARLOOP_ADAPTER",
         "auto, hardware, software or part of an adapter's name",
@@ -202,6 +209,7 @@ impl Config {
                 }
                 "PARLOOP_PROFILE" => c.profile = flag(n, &v)?,
                 "PARLOOP_CHECK" => c.check = flag(n, &v)?,
+                "PARLOOP_SOA" => c.soa = flag(n, &v)?,
                 "PARLOOP_ADAPTER" => c.adapter = AdapterChoice::parse(&v),
                 "PARLOOP_BACKEND" => {
                     parse_backends(&v)?;

@@ -3,11 +3,12 @@
 
 use std::process::Command;
 
-const SECTIONS: [(&str, usize); 6] = [
+const SECTIONS: [(&str, usize); 7] = [
     // (heading, table rows at least)
     ("## Copy bandwidth", 0),
     ("## Strategies: a triangle mesh", 6),
     ("## Strategies: Airfoil's res_calc", 6),
+    ("## Data layout", 2),
     ("## Fusion and lazy evaluation", 3),
     ("## The wave", 3),
     ("## Airfoil", 2),
@@ -26,7 +27,10 @@ fn the_tiny_benchmark_report_has_every_table_with_positive_numbers() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(report.starts_with("# parloop benchmark report"), "{report}");
-    assert!(report.contains("adapter: ") && report.contains("size: tiny"), "{report}");
+    assert!(
+        report.contains("adapter: ") && report.contains("size: tiny"),
+        "{report}"
+    );
     let copy = report
         .split("**")
         .nth(1)

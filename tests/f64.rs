@@ -138,7 +138,7 @@ fn atomics_and_cas_refuse_f64_increments_through_a_map() {
         "inc",
         "fn inc(n: ptr<function, array<f64, 2>>) { (*n)[0] += 1.0lf; (*n)[1] += 1.0lf; }",
     );
-    for strategy in [Strategy::Atomics, Strategy::Cas] {
+    for strategy in [Strategy::Atomics, Strategy::Cas, Strategy::Staged] {
         let ctx = ctx_with(Config {
             strategy,
             ..Config::from_env().unwrap()

@@ -361,3 +361,39 @@ fn fused_shader_snapshot() {
     text += rest;
     insta::assert_snapshot!(text);
 }
+
+/// Each mini-partition strategy generates what it claims: `staged` combines increments with
+/// workgroup atomics and no thread-colour phases; `hierarchical` applies them colour by colour
+/// after computing every element of the round (OP2's plan), with no atomics.
+#[test]
+fn staged_and_hierarchical_shaders_are_what_they_claim() {
+    let cells = Set::new("cells", 500);
+    let nodes = Set::new("nodes", 200);
+    let m = random_map("c2n", &cells, &nodes, 3, 5);
+    let k = Kernel::new(
+        "spread",
+        "fn spread(v: ptr<function, array<f32, 3>>) { for (var a = 0; a < 3; a++) { (*v)[a] += 1.0; } }",
+    );
+    for strategy in [Strategy::Staged, Strategy::Hierarchical] {
+        let ctx = ctx_with(Config {
+            strategy,
+            ..Config::from_env().unwrap()
+        });
+        let v = ctx.dat_zeros::<f32>("v", &nodes, 1).unwrap();
+        ctx.par_loop(&k, &cells, &[v.all(&m).inc()]).unwrap();
+        let sum: f32 = v.data_ro().unwrap().iter().sum();
+        assert_eq!(sum, 1500.0, "{strategy:?}");
+        let wgsl = ctx.shaders().join("\n");
+        let atomic_staging = wgsl.contains("var<workgroup> pl_s0_d")
+            && wgsl.contains(": array<atomic<u32>,")
+            && wgsl.contains("atomicCompareExchangeWeak(&pl_s0_d");
+        let phases = wgsl.contains("if (pl_col == pl_c)");
+        match strategy {
+            Strategy::Staged => assert!(atomic_staging && !phases, "{wgsl}"),
+            _ => assert!(
+                !atomic_staging && phases && !wgsl.contains("atomic<"),
+                "{wgsl}"
+            ),
+        }
+    }
+}

@@ -62,8 +62,8 @@ fn renumbered_sets_carry_their_maps_and_dats_and_change_no_result() {
         .map(|c| {
             let mut s = [0.0; 3];
             for &v in c {
-                for a in 0..3 {
-                    s[a] += mesh.coords[v as usize][a] / 4.0;
+                for (sa, xa) in s.iter_mut().zip(mesh.coords[v as usize]) {
+                    *sa += xa / 4.0;
                 }
             }
             s
@@ -87,9 +87,8 @@ fn renumbered_sets_carry_their_maps_and_dats_and_change_no_result() {
     }
     // ...that moves every value with its element and changes no result (sums of the same
     // terms in another order: round-off only).
-    for old in 0..mesh.nvertices() {
-        let new = rv.new_index(old as u32) as usize;
-        let (b, a) = (before[old], after[new]);
+    for (old, &b) in before.iter().enumerate() {
+        let a = after[rv.new_index(old as u32) as usize];
         assert!(
             (a - b).abs() <= 1e-5 * b.abs().max(1.0),
             "vertex {old}: {b} vs {a}"

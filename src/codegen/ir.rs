@@ -19,6 +19,20 @@ pub enum Schedule {
     GlobalColour,
     /// One workgroup per mini-partition; thread colours inside; block colours across dispatches.
     Hierarchical(Staging),
+    /// One workgroup per mini-partition; its racing increments combined in workgroup memory
+    /// with workgroup atomics (no thread colours); block colours across dispatches.
+    Staged,
+}
+
+impl Schedule {
+    /// What a mini-partition schedule stages in workgroup memory (None: not one).
+    pub fn staging(&self) -> Option<Staging> {
+        match self {
+            Schedule::Hierarchical(s) => Some(*s),
+            Schedule::Staged => Some(Staging::Inc),
+            _ => None,
+        }
+    }
 }
 
 /// What a hierarchical loop stages in workgroup memory.
@@ -39,6 +53,8 @@ pub enum BindingKind {
     Dat {
         dtype: DType,
         dim: usize,
+        /// Struct-of-arrays on the device: value k of element e at k x n + e.
+        soa: bool,
     },
     Global {
         dtype: DType,
@@ -211,10 +227,11 @@ impl GroupIr {
         }
     }
     pub(super) fn hierarchical(&self) -> Option<Staging> {
-        match self.schedule {
-            Schedule::Hierarchical(s) => Some(s),
-            _ => None,
-        }
+        self.schedule.staging()
+    }
+    /// Staged increments are workgroup atomics (the `staged` strategy).
+    pub(super) fn staged_atomics(&self) -> bool {
+        self.schedule == Schedule::Staged
     }
     /// Workgroup memory the shader declares, in bytes.
     pub fn workgroup_bytes(&self) -> usize {

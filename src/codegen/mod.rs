@@ -105,14 +105,22 @@ fn declarations(g: &GroupIr, w: &mut String) -> Vec<check::CheckSite> {
             "struct PlBlock {\n    id: u32,\n    first: u32,\n    count: u32,\n    ncol: u32,\n}\n\
              var<workgroup> pl_blk: PlBlock;\n",
         );
+        if !g.staged_atomics() {
+            w.push_str("var<workgroup> pl_span: vec2<u32>;\n");
+        }
         for (s, dat, dim) in g.staged_dats() {
             let BindingKind::Dat { dtype, .. } = g.bindings[dat].kind else {
                 continue;
             };
             let n = (g.staged[s].maxu * dim).max(1);
+            let elem = if g.staged_atomics() {
+                staged_atomic_type(dtype)
+            } else {
+                dtype.wgsl()
+            };
             let _ = writeln!(
                 w,
-                "var<workgroup> {}: array<{dtype}, {n}>;",
+                "var<workgroup> {}: array<{elem}, {n}>;",
                 g.staged_var(s, dat)
             );
         }
@@ -169,7 +177,7 @@ fn flat_main(g: &GroupIr, w: &mut String) {
         _ => "pl_p".to_string(),
     };
     let _ = writeln!(w, "        let pl_e = {e};");
-    element_body(g, w, "        ");
+    element_body(g, w, "        ", None);
     w.push_str("    }\n");
 }
 
@@ -187,16 +195,18 @@ fn racing_args(g: &GroupIr) -> Vec<(usize, usize)> {
 }
 
 /// The gathered/scattered body for one element `pl_e` (position `pl_p`). Racing values are
-/// applied right away: colouring (or atomics) made that safe; staged targets live in workgroup
-/// memory.
-fn element_body(g: &GroupIr, w: &mut String, ind: &str) {
+/// applied right away (colouring or atomics made that safe; staged targets live in workgroup
+/// memory), or, with `deferred`, their locals are the caller's (see [`declare_racing`]) and the
+/// statements that apply them go to `deferred`, for the caller to run in its thread colour.
+fn element_body(g: &GroupIr, w: &mut String, ind: &str, mut deferred: Option<&mut String>) {
     for (r, reg) in g.registers.iter().enumerate() {
         let _ = writeln!(w, "{ind}var pl_v{r}: array<{}, {}>;", reg.dtype, reg.dim);
         if let (true, Some(b)) = (reg.load, reg.binding) {
             let _ = writeln!(
                 w,
-                "{ind}for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{ pl_v{r}[pl_k] = {}[pl_e * {d}u + pl_k]; }}",
+                "{ind}for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{ pl_v{r}[pl_k] = {}[{}]; }}",
                 g.var(b),
+                dat_index(g, b, "pl_e", reg.dim),
                 d = reg.dim
             );
         }
@@ -293,7 +303,9 @@ fn element_body(g: &GroupIr, w: &mut String, ind: &str) {
                         None => (0..*arity).collect(),
                     };
                     if arg.access.is_reduction() {
-                        declare_identity(w, &inner, &local, arg);
+                        if deferred.is_none() {
+                            declare_identity(w, &inner, &local, arg);
+                        }
                     } else {
                         let _ = writeln!(
                             w,
@@ -304,13 +316,28 @@ fn element_body(g: &GroupIr, w: &mut String, ind: &str) {
                     let map_index = |j: usize| format!("{}[pl_e * {arity}u + {j}u]", g.var(*map));
                     if arg.access.loads() {
                         for (slot, &j) in idxs.iter().enumerate() {
+                            // Staged copies are element-major; global memory as the Dat is.
                             let (index, src) = match staged {
-                                Some(s) => (g2l(g, *s, j), g.staged_var(*s, *dat)),
-                                None => (map_index(j), g.var(*dat)),
+                                Some(s) => (
+                                    g2l(g, *s, j),
+                                    format!(
+                                        "{}[pl_t * {}u + pl_k]",
+                                        g.staged_var(*s, *dat),
+                                        arg.dim
+                                    ),
+                                ),
+                                None => (
+                                    map_index(j),
+                                    format!(
+                                        "{}[{}]",
+                                        g.var(*dat),
+                                        dat_index(g, *dat, "pl_t", arg.dim)
+                                    ),
+                                ),
                             };
                             let _ = writeln!(
                                 w,
-                                "{inner}{{ let pl_t = {index}; for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{ {local}[{off}u + pl_k] = {src}[pl_t * {d}u + pl_k]; }} }}",
+                                "{inner}{{ let pl_t = {index}; for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{ {local}[{off}u + pl_k] = {src}; }} }}",
                                 d = arg.dim,
                                 off = slot * arg.dim
                             );
@@ -318,11 +345,12 @@ fn element_body(g: &GroupIr, w: &mut String, ind: &str) {
                     }
                     for (slot, &j) in idxs.iter().enumerate() {
                         let target = format!("pl_t * {}u + pl_k", arg.dim);
+                        let global = dat_index(g, *dat, "pl_t", arg.dim);
                         let value = format!("{name}[{}u + pl_k]", slot * arg.dim);
                         if arg.access.stores() {
                             let _ = writeln!(
                                 &mut after,
-                                "{inner}{{ let pl_t = {}; for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{ {}[{target}] = {value}; }} }}",
+                                "{inner}{{ let pl_t = {}; for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{ {}[{global}] = {value}; }} }}",
                                 map_index(j),
                                 g.var(*dat),
                                 d = arg.dim
@@ -331,19 +359,31 @@ fn element_body(g: &GroupIr, w: &mut String, ind: &str) {
                             let (index, apply) = match staged {
                                 Some(s) => {
                                     let sv = g.staged_var(*s, *dat);
-                                    let stmt = format!(
-                                        "{inner}    {sv}[{target}] = {};\n",
-                                        combine(arg.access, &format!("{sv}[{target}]"), &value)
-                                    );
+                                    let stmt = if g.staged_atomics() {
+                                        let kind = match arg.dtype {
+                                            DType::F32 => Atomic::Bits,
+                                            _ => Atomic::Native,
+                                        };
+                                        atomic_apply(&sv, kind, arg, &target, &value, &inner)
+                                    } else {
+                                        format!(
+                                            "{inner}    {sv}[{target}] = {};\n",
+                                            combine(arg.access, &format!("{sv}[{target}]"), &value)
+                                        )
+                                    };
                                     (g2l(g, *s, j), stmt)
                                 }
                                 None => (
                                     map_index(j),
-                                    apply_racing(g, *dat, arg, &target, &value, &inner),
+                                    apply_racing(g, *dat, arg, &global, &value, &inner),
                                 ),
                             };
+                            let out = match deferred.as_deref_mut() {
+                                Some(d) => d,
+                                None => &mut after,
+                            };
                             let _ = write!(
-                                &mut after,
+                                out,
                                 "{inner}{{\n{inner}let pl_t = {index};\n{inner}for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{\n{apply}{inner}}}\n{inner}}}\n",
                                 d = arg.dim
                             );
@@ -364,11 +404,32 @@ fn element_body(g: &GroupIr, w: &mut String, ind: &str) {
         if let (true, Some(b)) = (reg.store, reg.binding) {
             let _ = writeln!(
                 w,
-                "{ind}for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{ {}[pl_e * {d}u + pl_k] = pl_v{r}[pl_k]; }}",
+                "{ind}for (var pl_k = 0u; pl_k < {d}u; pl_k++) {{ {}[{}] = pl_v{r}[pl_k]; }}",
                 g.var(b),
+                dat_index(g, b, "pl_e", reg.dim),
                 d = reg.dim
             );
         }
+    }
+}
+
+/// The index of value `pl_k` of element `e` in Dat binding `b` (`dim` values per element):
+/// element-major, or component-major when the Dat is struct-of-arrays (the stride, the set's
+/// stored elements, is the binding's length over dim: bindings are bound at their exact size).
+pub(super) fn dat_index(g: &GroupIr, b: usize, e: &str, dim: usize) -> String {
+    match g.bindings[b].kind {
+        BindingKind::Dat { soa: true, .. } => {
+            format!("pl_k * (arrayLength(&{}) / {dim}u) + {e}", g.var(b))
+        }
+        _ => format!("{e} * {dim}u + pl_k"),
+    }
+}
+
+/// Declares the racing arguments' locals (identity-initialised) for [`element_body`]'s
+/// deferred mode.
+fn declare_racing(g: &GroupIr, w: &mut String, ind: &str) {
+    for (l, a) in racing_args(g) {
+        declare_identity(w, ind, &format!("pl_a{l}_{a}"), &g.loops[l].args[a]);
     }
 }
 
@@ -401,9 +462,39 @@ fn apply_racing(
     value: &str,
     ind: &str,
 ) -> String {
-    let var = g.var(dat);
+    atomic_apply(&g.var(dat), g.bindings[dat].atomic, arg, target, value, ind)
+}
+
+/// The element type of a staged array the `staged` strategy combines with workgroup atomics:
+/// f32 as its bits (compare-and-swap), integers natively. (f64 is refused before: WGSL has no
+/// 64-bit atomics.)
+fn staged_atomic_type(dtype: DType) -> &'static str {
+    match dtype {
+        DType::I32 => "atomic<i32>",
+        _ => "atomic<u32>",
+    }
+}
+
+/// A value of a staged atomic array as its type (`staged` strategy).
+pub(super) fn staged_load(dtype: DType, place: &str) -> String {
+    match dtype {
+        DType::F32 => format!("bitcast<f32>(atomicLoad(&{place}))"),
+        _ => format!("atomicLoad(&{place})"),
+    }
+}
+
+/// Statements that combine `value` into `var[target]` as `kind` says (plain, native atomics,
+/// or compare-and-swap on f32 bits).
+fn atomic_apply(
+    var: &str,
+    kind: Atomic,
+    arg: &ArgIr,
+    target: &str,
+    value: &str,
+    ind: &str,
+) -> String {
     let ind2 = format!("{ind}    ");
-    match g.bindings[dat].atomic {
+    match kind {
         Atomic::No => format!(
             "{ind2}{var}[{target}] = {};\n",
             combine(arg.access, &format!("{var}[{target}]"), value)

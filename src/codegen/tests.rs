@@ -54,6 +54,7 @@ fn dat(name: &str, dim: usize, writable: bool) -> BindingIr {
         kind: BindingKind::Dat {
             dtype: DType::F32,
             dim,
+            soa: false,
         },
         writable,
         atomic: Atomic::No,

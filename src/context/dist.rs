@@ -439,11 +439,29 @@ impl Context {
         if d.device_valid.get() {
             let st = self.0.rt.borrow();
             if let Some((_, buf)) = st.data.get(&d.id) {
-                self.0.gpu.queue.write_buffer(
-                    &buf.buffer,
-                    4 * start as u64,
-                    bytemuck::cast_slice(words),
-                );
+                if st.is_soa(d) {
+                    // Component by component: each is a contiguous range on the device.
+                    let (w, dim) = (d.dtype.words(), d.dim);
+                    let n = d.set.as_ref().map_or(1, Set::total);
+                    let (e0, m) = (start / (dim * w), words.len() / (dim * w));
+                    for k in 0..dim {
+                        let comp: Vec<u32> = (0..m)
+                            .flat_map(|i| &words[(i * dim + k) * w..(i * dim + k + 1) * w])
+                            .copied()
+                            .collect();
+                        let at = 4 * ((k * n + e0) * w) as u64;
+                        self.0
+                            .gpu
+                            .queue
+                            .write_buffer(&buf.buffer, at, bytemuck::cast_slice(&comp));
+                    }
+                } else {
+                    self.0.gpu.queue.write_buffer(
+                        &buf.buffer,
+                        4 * start as u64,
+                        bytemuck::cast_slice(words),
+                    );
+                }
             } else {
                 d.device_valid.set(false);
             }

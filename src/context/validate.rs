@@ -193,7 +193,12 @@ impl Context {
             )));
         }
         let racing_f64 = args.iter().any(|a| a.races() && a.data.dtype == DType::F64);
-        if racing_f64 && matches!(self.0.config.strategy, Strategy::Atomics | Strategy::Cas) {
+        if racing_f64
+            && matches!(
+                self.0.config.strategy,
+                Strategy::Atomics | Strategy::Cas | Strategy::Staged
+            )
+        {
             return Err(Error::ParLoop(format!(
                 "{name}: strategy `{}`: {}",
                 self.0.config.strategy.name(),

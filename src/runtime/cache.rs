@@ -73,8 +73,12 @@ pub(super) fn data_buffer(
     if d.host_valid.get() && !d.device_valid.get() {
         let host = d.host.borrow();
         if !host.is_empty() {
+            let soa = st
+                .is_soa(d)
+                .then(|| super::transpose(&host, d.dim, d.dtype.words(), false));
+            let words = soa.as_deref().unwrap_or(&host);
             gpu.queue
-                .write_buffer(&st.data[&d.id].1.buffer, 0, bytemuck::cast_slice(&host));
+                .write_buffer(&st.data[&d.id].1.buffer, 0, bytemuck::cast_slice(words));
         }
         d.device_valid.set(true);
         st.stats.uploads += 1;

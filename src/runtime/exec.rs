@@ -401,7 +401,7 @@ fn encode_group(
             })
             .collect(),
         (
-            Schedule::Hierarchical(_),
+            Schedule::Hierarchical(_) | Schedule::Staged,
             Some(PlanEntry {
                 blocks: Some(b), ..
             }),

@@ -17,8 +17,9 @@ use std::rc::Rc;
 /// How racing increments (INC/MIN/MAX through a map) are made safe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Strategy {
-    /// `atomics` where the adapter has native f32 atomics, else `global-colour` (see
-    /// ARCHITECTURE.md for the measurements behind this choice).
+    /// `atomics` on GPUs with native f32 atomics, else `global-colour` (CPU adapters,
+    /// adapters without float atomics; see ARCHITECTURE.md for the measurements behind this
+    /// choice).
     #[default]
     Auto,
     /// Coloured mini-partitions, one per workgroup, with staging.
@@ -29,6 +30,10 @@ pub enum Strategy {
     Atomics,
     /// Compare-and-swap on u32 bit patterns.
     Cas,
+    /// Mini-partitions (one per workgroup) whose increments are combined in workgroup memory
+    /// with workgroup atomics (compare-and-swap on u32 bit patterns for f32), no thread
+    /// colours; block colours for the write to global memory. Needs no float atomics.
+    Staged,
 }
 
 impl Strategy {
@@ -40,6 +45,7 @@ impl Strategy {
             "global-colour" | "global-color" | "colour" | "color" => Strategy::GlobalColour,
             "atomics" => Strategy::Atomics,
             "cas" => Strategy::Cas,
+            "staged" => Strategy::Staged,
             _ => return None,
         })
     }
@@ -51,6 +57,7 @@ impl Strategy {
             Strategy::GlobalColour => "global-colour",
             Strategy::Atomics => "atomics",
             Strategy::Cas => "cas",
+            Strategy::Staged => "staged",
         }
     }
 }
@@ -64,9 +71,13 @@ pub(crate) struct Choice {
     pub balance: bool,
     pub workgroup_size: u32,
     pub float_atomics: bool,
+    /// The adapter runs on the CPU (lavapipe, llvmpipe, SwiftShader).
+    pub cpu_adapter: bool,
     pub workgroup_memory: usize,
     /// Checking mode: guard the kernels' dynamic argument indices.
     pub check: bool,
+    /// Struct-of-arrays Dats (`Config::soa`).
+    pub soa: bool,
 }
 
 /// What a binding refers to.
@@ -110,7 +121,10 @@ impl Lowered {
 pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
     let first = &group.loops[0];
     let space = first.space.clone();
-    let mut b = Builder::default();
+    let mut b = Builder {
+        soa: choice.soa,
+        ..Default::default()
+    };
     let racing: Vec<(usize, usize)> = group
         .loops
         .iter()
@@ -124,12 +138,9 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
         })
         .collect();
     let schedule = schedule_for(group, &racing, choice)?;
-    let staging = match schedule {
-        Schedule::Hierarchical(s) => Some(s),
-        _ => None,
-    };
+    let staging = schedule.staging();
     if let Some(sub) = space.subset() {
-        if !matches!(schedule, Schedule::GlobalColour | Schedule::Hierarchical(_)) {
+        if schedule != Schedule::GlobalColour && staging.is_none() {
             b.subset = Some(b.bind(
                 Key::Subset(sub.0.id),
                 Resource::Subset(sub.clone()),
@@ -275,7 +286,7 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
             args,
         });
     }
-    let planned = matches!(schedule, Schedule::GlobalColour | Schedule::Hierarchical(_));
+    let planned = schedule == Schedule::GlobalColour || schedule.staging().is_some();
     let plan_binding = planned.then(|| {
         b.bind(
             Key::Plan,
@@ -432,7 +443,7 @@ fn reserved_bytes(b: &Builder, choice: &Choice) -> usize {
 
 /// Why `atomics` and `cas` cannot take f64 increments through maps.
 pub(crate) const F64_RACES: &str = "f64 increments through a map need a colouring strategy: WGSL \
-     has no 64-bit atomics, so `atomics` and `cas` cannot apply them; use `auto`, \
+     has no 64-bit atomics, so `atomics`, `cas` and `staged` cannot apply them; use `auto`, \
      `global-colour` or `hierarchical`";
 
 fn atomic_kind(schedule: &Schedule, dtype: DType, access: Access) -> Atomic {
@@ -464,18 +475,20 @@ fn schedule_for(
         return match choice.strategy {
             Strategy::Auto | Strategy::GlobalColour => Ok(Schedule::GlobalColour),
             Strategy::Hierarchical => Ok(Schedule::Hierarchical(choice.staging)),
-            Strategy::Atomics | Strategy::Cas => Err(F64_RACES.to_string()),
+            Strategy::Atomics | Strategy::Cas | Strategy::Staged => Err(F64_RACES.to_string()),
         };
     }
     Ok(match choice.strategy {
-        // Measured on the adapters at hand (BENCHMARKS.md) and OP2's modern default: native
-        // atomics where the adapter has f32 atomics, else one-level colouring (no barriers,
-        // deterministic). ARCHITECTURE.md has the reasoning.
-        Strategy::Auto if choice.float_atomics => Schedule::Atomics,
+        // The table in ARCHITECTURE.md ("Choosing a strategy"): on GPUs with f32 atomics,
+        // native atomics (OP2's modern default); on CPU adapters (lavapipe, llvmpipe,
+        // SwiftShader) and without float atomics, one-level colouring, which measured fastest
+        // there (BENCHMARKS.md) and is deterministic.
+        Strategy::Auto if choice.float_atomics && !choice.cpu_adapter => Schedule::Atomics,
         Strategy::Auto => Schedule::GlobalColour,
         Strategy::Hierarchical => Schedule::Hierarchical(choice.staging),
         Strategy::GlobalColour => Schedule::GlobalColour,
         Strategy::Cas => Schedule::Cas,
+        Strategy::Staged => Schedule::Staged,
         Strategy::Atomics => {
             if !choice.float_atomics {
                 return Err(
@@ -509,6 +522,8 @@ struct Builder {
     register_ids: Vec<u64>,
     reductions: Vec<ReductionIr>,
     subset: Option<usize>,
+    /// Dats of dim > 1 are struct-of-arrays.
+    soa: bool,
 }
 
 impl Builder {
@@ -537,6 +552,7 @@ impl Builder {
             BindingKind::Dat {
                 dtype: d.dtype,
                 dim: d.dim,
+                soa: self.soa && d.dim > 1,
             }
         };
         self.bind(

@@ -199,6 +199,37 @@ pub(crate) struct State {
     next_buf: u64,
     /// Forces so far (the clock of the pipeline cache).
     pub tick: u64,
+    /// Dats of dim > 1 are struct-of-arrays on the device (`Config::soa`).
+    pub soa: bool,
+}
+
+impl State {
+    /// A fresh runtime state; `soa`: Dats of dim > 1 are struct-of-arrays.
+    pub fn with_soa(soa: bool) -> State {
+        State {
+            soa,
+            ..Default::default()
+        }
+    }
+    /// Whether `d` is struct-of-arrays on the device.
+    pub fn is_soa(&self, d: &DataInner) -> bool {
+        self.soa && d.dim > 1 && !d.is_global()
+    }
+}
+
+/// A Dat's words in host order (element by element) as the device holds them when SoA:
+/// value k of element e at k x n + e, each value `w` words (2 for f64). `back` undoes it.
+pub(crate) fn transpose(words: &[u32], dim: usize, w: usize, back: bool) -> Vec<u32> {
+    let n = words.len() / (dim * w);
+    let mut out = vec![0u32; words.len()];
+    for e in 0..n {
+        for k in 0..dim {
+            let (aos, soa) = ((e * dim + k) * w, (k * n + e) * w);
+            let (from, to) = if back { (soa, aos) } else { (aos, soa) };
+            out[to..to + w].copy_from_slice(&words[from..from + w]);
+        }
+    }
+    out
 }
 
 /// Bytes a buffer of `bytes` is allocated with: powers of two up to 4 MiB, then whole MiB.

@@ -108,7 +108,17 @@ pub(super) async fn read_staging(ctx: &Inner, staging: Vec<(Rc<DataInner>, Buf)>
                 ))
             })?;
             host.clear();
-            host.extend_from_slice(bytemuck::cast_slice(&view));
+            if ctx.rt.borrow().is_soa(&d) {
+                let words: &[u32] = bytemuck::cast_slice(&view);
+                host.extend(crate::runtime::transpose(
+                    words,
+                    d.dim,
+                    d.dtype.words(),
+                    true,
+                ));
+            } else {
+                host.extend_from_slice(bytemuck::cast_slice(&view));
+            }
         }
         buf.buffer.unmap();
         d.host_valid.set(true);

@@ -29,7 +29,7 @@ pub fn small_ints(n: usize, seed: u64) -> Vec<f32> {
 }
 
 /// Every strategy the adapter supports (atomics only with f32 atomics), with hierarchical in
-/// its three staging modes.
+/// its three staging modes, and `staged`.
 pub fn strategies(probe: &Context) -> Vec<(Strategy, Staging)> {
     let mut s = vec![
         (Strategy::Hierarchical, Staging::Inc),
@@ -37,6 +37,7 @@ pub fn strategies(probe: &Context) -> Vec<(Strategy, Staging)> {
         (Strategy::Hierarchical, Staging::None),
         (Strategy::GlobalColour, Staging::Inc),
         (Strategy::Cas, Staging::Inc),
+        (Strategy::Staged, Staging::Inc),
     ];
     if probe.gpu().float_atomics() {
         s.push((Strategy::Atomics, Staging::Inc));

@@ -39,6 +39,11 @@ impl Case {
         if float_atomics {
             strategies.push((Strategy::Atomics, Staging::Inc));
         }
+        // Regression seeds (unfiltered) were recorded before `staged` existed: they keep the
+        // list they were found with, so that each still runs its strategy.
+        if filtered {
+            strategies.push((Strategy::Staged, Staging::Inc));
+        }
         // FUZZ_STRATEGIES=global-colour,cas,hierarchical-none,... narrows the list (CI's OpenGL
         // pass leaves out hierarchical staging, which llvmpipe runs for minutes per case).
         if filtered {

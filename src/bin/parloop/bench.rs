@@ -81,8 +81,22 @@ fn base() -> Res<Config> {
     })
 }
 
-/// Runs the whole suite and returns the report.
-pub fn run(sizes: Sizes) -> Res<String> {
+/// Runs the whole suite, printing the report section by section (returns what is left).
+pub fn run(sizes: Sizes, only: &[String]) -> Res<String> {
+    let known = strategies(true);
+    if let Some(bad) = only.iter().find(|o| !known.iter().any(|(k, ..)| k == o)) {
+        let names: Vec<&str> = known.iter().map(|(k, ..)| *k).collect();
+        return Err(format!(
+            "--strategies: no strategy {bad:?}; the rows are {}",
+            names.join(", ")
+        ));
+    }
+    let rows = |atomics: bool| -> Vec<(&'static str, &'static str, Strategy, Staging)> {
+        strategies(atomics)
+            .into_iter()
+            .filter(|(k, ..)| only.is_empty() || only.iter().any(|o| o == k))
+            .collect()
+    };
     let ctx = context(base()?)?;
     let gpu = ctx.gpu();
     let mut r = String::new();
@@ -119,10 +133,25 @@ pub fn run(sizes: Sizes) -> Res<String> {
     };
     let atomics = gpu.float_atomics();
     drop(ctx);
-    strategies_triangles(&mut r, &sizes, atomics, copy, timing)?;
-    strategies_res_calc(&mut r, &sizes, atomics, copy, timing)?;
+    // Each section is printed when done: a long run shows its progress, and a run cut short
+    // keeps what it measured.
+    let emit = |r: &mut String| {
+        use std::io::Write;
+        print!("{r}");
+        let _ = std::io::stdout().flush();
+        r.clear();
+    };
+    emit(&mut r);
+    strategies_triangles(&mut r, &sizes, &rows(atomics), copy, timing)?;
+    emit(&mut r);
+    strategies_res_calc(&mut r, &sizes, &rows(atomics), copy, timing)?;
+    emit(&mut r);
+    layouts(&mut r, &sizes, copy)?;
+    emit(&mut r);
     modes(&mut r, &sizes)?;
+    emit(&mut r);
     wave_sizes(&mut r, &sizes)?;
+    emit(&mut r);
     airfoil(&mut r, &sizes, copy)?;
     Ok(r)
 }
@@ -168,18 +197,47 @@ fn copy_bandwidth(ctx: &Context, bytes: u64) -> f64 {
     2.0 * (bytes * reps as u64) as f64 / t.elapsed().as_secs_f64() / 1e9
 }
 
-/// The strategies compared: label, strategy, staging.
-fn strategies(atomics: bool) -> Vec<(&'static str, Strategy, Staging)> {
-    let mut v = vec![("auto", Strategy::Auto, Staging::Inc)];
+/// A strategy table's rows.
+type Rows = [(&'static str, &'static str, Strategy, Staging)];
+
+/// The strategies compared: name (for --strategies), label, strategy, staging.
+fn strategies(atomics: bool) -> Vec<(&'static str, &'static str, Strategy, Staging)> {
+    let mut v = vec![("auto", "auto", Strategy::Auto, Staging::Inc)];
     if atomics {
-        v.push(("atomics", Strategy::Atomics, Staging::Inc));
+        v.push(("atomics", "atomics", Strategy::Atomics, Staging::Inc));
     }
     v.extend([
-        ("cas", Strategy::Cas, Staging::Inc),
-        ("global-colour", Strategy::GlobalColour, Staging::Inc),
-        ("hierarchical, INC staged", Strategy::Hierarchical, Staging::Inc),
-        ("hierarchical, all staged", Strategy::Hierarchical, Staging::All),
-        ("hierarchical, nothing staged", Strategy::Hierarchical, Staging::None),
+        ("cas", "cas", Strategy::Cas, Staging::Inc),
+        (
+            "global-colour",
+            "global-colour",
+            Strategy::GlobalColour,
+            Staging::Inc,
+        ),
+        (
+            "hierarchical-inc",
+            "hierarchical, INC staged",
+            Strategy::Hierarchical,
+            Staging::Inc,
+        ),
+        (
+            "hierarchical-all",
+            "hierarchical, all staged",
+            Strategy::Hierarchical,
+            Staging::All,
+        ),
+        (
+            "hierarchical-none",
+            "hierarchical, nothing staged",
+            Strategy::Hierarchical,
+            Staging::None,
+        ),
+        (
+            "staged",
+            "staged (workgroup atomics)",
+            Strategy::Staged,
+            Staging::Inc,
+        ),
     ]);
     v
 }
@@ -220,7 +278,13 @@ fn strategy_row(r: &mut String, label: &str, ms: f64, bytes: f64, copy: f64) {
     );
 }
 
-fn strategies_triangles(r: &mut String, s: &Sizes, atomics: bool, copy: f64, timing: &str) -> Res<()> {
+fn strategies_triangles(
+    r: &mut String,
+    s: &Sizes,
+    rows: &Rows,
+    copy: f64,
+    timing: &str,
+) -> Res<()> {
     let mesh = unit_square(s.tri_n);
     let (nc, nv) = (mesh.ncells(), mesh.nvertices());
     let bytes = 16.0 * nc as f64 + 8.0 * nv as f64;
@@ -236,7 +300,7 @@ fn strategies_triangles(r: &mut String, s: &Sizes, atomics: bool, copy: f64, tim
         "fn spread(w: ptr<function, array<f32, 1>>, v: ptr<function, array<f32, 3>>) { \
          for (var a = 0; a < 3; a++) { (*v)[a] += (*w)[0]; } }",
     );
-    for (label, strategy, staging) in strategies(atomics) {
+    for &(_, label, strategy, staging) in rows {
         let ctx = context(Config {
             strategy,
             staging,
@@ -263,13 +327,19 @@ fn strategies_triangles(r: &mut String, s: &Sizes, atomics: bool, copy: f64, tim
             let _ = v.data_ro().map_err(err)?;
             wall = t.elapsed().as_secs_f64() * 1e3 / calls as f64;
         }
-        strategy_row(r, label, ms_per_call(&ctx, &before, "spread", wall), bytes, copy);
+        strategy_row(
+            r,
+            label,
+            ms_per_call(&ctx, &before, "spread", wall),
+            bytes,
+            copy,
+        );
     }
     r.push('\n');
     Ok(())
 }
 
-fn strategies_res_calc(r: &mut String, s: &Sizes, atomics: bool, copy: f64, timing: &str) -> Res<()> {
+fn strategies_res_calc(r: &mut String, s: &Sizes, rows: &Rows, copy: f64, timing: &str) -> Res<()> {
     let mut m = naca0012(s.res_mesh.0, s.res_mesh.1);
     m.round6();
     let bytes = bytes_per_call(&m)[2].1;
@@ -283,7 +353,7 @@ fn strategies_res_calc(r: &mut String, s: &Sizes, atomics: bool, copy: f64, timi
             bytes / 1e6
         ),
     );
-    for (label, strategy, staging) in strategies(atomics) {
+    for &(_, label, strategy, staging) in rows {
         let ctx = context(Config {
             strategy,
             staging,
@@ -299,7 +369,13 @@ fn strategies_res_calc(r: &mut String, s: &Sizes, atomics: bool, copy: f64, timi
         let _ = a.q.data_ro().map_err(err)?;
         // Two res_calc calls per iteration; their wall share is not known without timestamps.
         let wall = t.elapsed().as_secs_f64() * 1e3 / 2.0;
-        strategy_row(r, label, ms_per_call(&ctx, &before, "res_calc", wall), bytes, copy);
+        strategy_row(
+            r,
+            label,
+            ms_per_call(&ctx, &before, "res_calc", wall),
+            bytes,
+            copy,
+        );
     }
     r.push('\n');
     Ok(())
@@ -352,8 +428,21 @@ fn modes(r: &mut String, s: &Sizes) -> Res<()> {
     let b = base()?;
     let rows = [
         ("lazy, fused", Config { ..b.clone() }),
-        ("lazy, unfused", Config { fusion: false, ..b.clone() }),
-        ("eager", Config { lazy: false, fusion: false, ..b }),
+        (
+            "lazy, unfused",
+            Config {
+                fusion: false,
+                ..b.clone()
+            },
+        ),
+        (
+            "eager",
+            Config {
+                lazy: false,
+                fusion: false,
+                ..b
+            },
+        ),
     ];
     let mut rates = Vec::new();
     for (label, config) in rows {
@@ -386,6 +475,51 @@ fn wave_sizes(r: &mut String, s: &Sizes) -> Res<()> {
             (n + 1) * (n + 1),
             2 * n * n,
             sig(rate)
+        );
+    }
+    r.push('\n');
+    Ok(())
+}
+
+/// Airfoil with Dats element by element (the default) and struct-of-arrays (`Config::soa`).
+fn layouts(r: &mut String, s: &Sizes, copy: f64) -> Res<()> {
+    let mut m = naca0012(s.res_mesh.0, s.res_mesh.1);
+    m.round6();
+    let model = bytes_per_call(&m);
+    let _ = writeln!(
+        r,
+        "## Data layout\n\nAirfoil on the {} x {} mesh ({} cells), 5 iterations after one, auto \
+         strategy: q, qold, res (dim 4) and x (dim 2) element by element or struct-of-arrays.\n\n\
+         | layout | ms/iteration | res_calc ms | GB/s | of copy | adt_calc+update ms |\n\
+         |---|---:|---:|---:|---:|---:|",
+        s.res_mesh.0,
+        s.res_mesh.1,
+        m.cells.len()
+    );
+    for (label, soa) in [("array of structs", false), ("struct of arrays", true)] {
+        let err = |e: parloop::Error| e.to_string();
+        let ctx = context(Config { soa, ..base()? })?;
+        let a = Airfoil::new(&ctx, &m).map_err(err)?;
+        a.iteration(None).map_err(err)?;
+        let _ = a.q.data_ro().map_err(err)?;
+        let before = ctx.stats();
+        let t = Instant::now();
+        for _ in 0..5 {
+            a.iteration(None).map_err(err)?;
+        }
+        let _ = a.q.data_ro().map_err(err)?;
+        let wall = t.elapsed().as_secs_f64() * 1e3 / 5.0;
+        let res = ms_per_call(&ctx, &before, "res_calc", f64::NAN);
+        let upd = ms_per_call(&ctx, &before, "update", f64::NAN);
+        let gbs = model[2].1 / (res * 1e6);
+        let _ = writeln!(
+            r,
+            "| {label} | {} | {} | {} | {}% | {} |",
+            sig(wall),
+            sig(res),
+            sig(gbs),
+            sig(100.0 * gbs / copy),
+            sig(upd)
         );
     }
     r.push('\n');

@@ -66,6 +66,10 @@ mod cli {
             /// Airfoil iterations per mesh (default: 5 tiny, 20 small, 1000 full).
             #[arg(long)]
             iterations: Option<usize>,
+            /// Only these rows of the strategy tables (comma-separated: auto, atomics, cas,
+            /// global-colour, hierarchical-inc, hierarchical-all, hierarchical-none, staged).
+            #[arg(long, value_delimiter = ',')]
+            strategies: Vec<String>,
         },
         /// Partition a loop graph (JSON) into the fewest valid loops.
         Partition {
@@ -123,9 +127,11 @@ mod cli {
 
     fn run(command: Command) -> Result<String, String> {
         match command {
-            Command::Bench { size, iterations } => {
-                crate::bench::run(crate::bench::Sizes::named(&size, iterations))
-            }
+            Command::Bench {
+                size,
+                iterations,
+                strategies,
+            } => crate::bench::run(crate::bench::Sizes::named(&size, iterations), &strategies),
             Command::Info => {
                 let choice = parloop::AdapterChoice::parse(
                     &std::env::var("PARLOOP_ADAPTER").unwrap_or_default(),
