@@ -2,7 +2,8 @@
 // a fixed number of steps and prints a checksum of p to the console for the headless test;
 // with ?bench=1 it prints steps/s. Results and errors go to the console as
 // "PARLOOP_RESULT {json}" / "PARLOOP_ERROR message". ?check=1 runs the kernels in checking mode
-// (out-of-range indices into kernel arguments become errors).
+// (out-of-range indices into kernel arguments become errors); ?strategy=staged (or
+// global-colour, hierarchical, cas) chooses how racing increments are made safe.
 import init, { App, last_panic } from "./pkg/parloop_web.js";
 
 const $ = (id) => document.getElementById(id);
@@ -26,7 +27,8 @@ async function open(n, offscreen = false) {
   }
   await init();
   try {
-    return await App.create($("canvas"), n, offscreen, params.get("check") === "1");
+    return await App.create($("canvas"), n, offscreen, params.get("check") === "1",
+      params.get("strategy") ?? "");
   } catch (e) {
     throw new Error("WebGPU is present but no adapter or device could be opened: " + e);
   }

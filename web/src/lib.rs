@@ -5,7 +5,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use parloop::apps::wave::Wave;
-use parloop::{Config, Context};
+use parloop::{Config, Context, Strategy};
 use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
@@ -202,12 +202,14 @@ impl App {
     /// Opens WebGPU and sets up an n x n wave simulation drawn on `canvas`, or (with
     /// `offscreen`) into a texture of the canvas's size that `snapshot` reads back. With
     /// `check` (the page's `?check=1`), kernels run in checking mode: an out-of-range index
-    /// becomes the page's error message.
+    /// becomes the page's error message. `strategy` (the page's `?strategy=`; empty: auto)
+    /// chooses how racing increments are made safe.
     pub async fn create(
         canvas: web_sys::HtmlCanvasElement,
         n: usize,
         offscreen: bool,
         check: bool,
+        strategy: String,
     ) -> Result<App, JsValue> {
         if log::set_logger(&LOGGER).is_ok() {
             log::set_max_level(log::LevelFilter::Info);
@@ -220,8 +222,15 @@ impl App {
             }
         }));
         let (width, height) = (canvas.width().max(1), canvas.height().max(1));
+        let strategy = Strategy::parse(&strategy).ok_or_else(|| {
+            JsValue::from_str(&format!(
+                "?strategy={strategy}: use auto, global-colour, hierarchical, staged or cas \
+                 (atomics needs f32 atomics, which browsers lack)"
+            ))
+        })?;
         let ctx = Context::new_async(Config {
             check,
+            strategy,
             ..Config::default()
         })
         .await

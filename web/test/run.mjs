@@ -2,8 +2,10 @@
 // (SwiftShader's WebGPU, --enable-unsafe-webgpu), and
 //   1. runs N steps on a small mesh and compares the checksum of p with the native run's
 //      (--expected, relative tolerance 1e-4),
-//   2. runs the benchmark page (steps/s for each --bench-n) and saves a screenshot, which must
-//      not be blank (enough distinct colours).
+//   2. repeats 1. with each strategy of --strategies (default: every one a browser has), so
+//      that Tint (which checks barriers' uniformity) takes every generated shader,
+//   3. runs the benchmark page (steps/s for each --bench-n, and per strategy of
+//      --bench-strategies) and saves a screenshot, which must not be blank.
 // Any PARLOOP_ERROR on the page, a timeout, or a mismatch fails the test (exit code 1).
 import { chromium } from "playwright-core";
 import { PNG } from "pngjs";
@@ -79,6 +81,21 @@ try {
   if (!(rel <= 1e-4)) fail(`checksum differs from the native run by ${rel}`);
   await checkScreenshot(page);
   await page.close();
+
+  for (const s of (args.strategies ?? "global-colour,hierarchical,staged,cas").split(",").filter(Boolean)) {
+    const { page, result } = await run(`test=1&n=${n}&steps=${steps}&strategy=${s}`, 180_000);
+    const r = Math.abs(result.checksum - expected) / Math.abs(expected);
+    console.log(`strategy ${s}: checksum ${result.checksum}, relative difference ${r.toExponential(2)}`);
+    if (!(r <= 1e-4)) fail(`strategy ${s}: checksum differs from the native run by ${r}`);
+    await page.close();
+  }
+  for (const s of (args["bench-strategies"] ?? "").split(",").filter(Boolean)) {
+    for (const bn of benchNs) {
+      const { page, result } = await run(`bench=1&n=${bn}&steps=${args["bench-steps"] ?? 300}&strategy=${s}`, 600_000);
+      console.log(`bench: strategy ${s}, n = ${bn}: ${result.stepsPerSecond.toFixed(1)} steps/s`);
+      await page.close();
+    }
+  }
 
   for (const bn of benchNs) {
     const { page, result } = await run(`bench=1&n=${bn}&steps=${args["bench-steps"] ?? 300}`, 600_000);
