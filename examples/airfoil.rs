@@ -40,7 +40,7 @@ struct Args {
     size: (usize, usize),
     #[arg(long, default_value_t = 1000)]
     iterations: u32,
-    /// Racing-increment strategy: auto, hierarchical, global-colour, atomics, cas.
+    /// Racing-increment strategy: auto, hierarchical, global-colour, atomics, cas, staged.
     /// (default: PARLOOP_STRATEGY, else auto).
     #[arg(long)]
     strategy: Option<String>,

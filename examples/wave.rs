@@ -52,7 +52,7 @@ struct Args {
     /// Steps recorded before each force (one submission each).
     #[arg(long, default_value_t = 10)]
     steps_per_force: u64,
-    /// Racing-increment strategy: auto, hierarchical, global-colour, atomics, cas.
+    /// Racing-increment strategy: auto, hierarchical, global-colour, atomics, cas, staged.
     /// (default: PARLOOP_STRATEGY, else auto).
     #[arg(long)]
     strategy: Option<String>,

@@ -171,7 +171,7 @@ impl Config {
         if let Some(s) = strategy {
             self.strategy = Strategy::parse(s).ok_or_else(|| {
                 Error::Usage(format!(
-                    "unknown strategy {s:?}: use auto, atomics, global-colour, hierarchical or cas"
+                    "unknown strategy {s:?}: use auto, atomics, global-colour, hierarchical, cas or staged"
                 ))
             })?;
         }
