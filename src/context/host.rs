@@ -60,26 +60,26 @@ impl DataInner {
         }
     }
 
-    /// A copy of the visible values (any alignment).
-    fn values<T: Scalar>(&self) -> Result<Vec<T>> {
-        let r = self.host.try_borrow().map_err(|_| {
+    /// The host copy, for reading.
+    fn borrow_host(&self) -> Result<Ref<'_, Vec<u32>>> {
+        self.host.try_borrow().map_err(|_| {
             Error::Usage(format!(
                 "{} `{}` is mutably borrowed by a data() guard",
                 self.kind(),
                 self.name
             ))
-        })?;
-        Ok(bytemuck::pod_collect_to_vec(&r[..self.visible()]))
+        })
+    }
+
+    /// A copy of the visible values (any alignment).
+    fn values<T: Scalar>(&self) -> Result<Vec<T>> {
+        Ok(bytemuck::pod_collect_to_vec(
+            &self.borrow_host()?[..self.visible()],
+        ))
     }
 
     fn read_guard<T: Scalar>(&self) -> Result<Ref<'_, [T]>> {
-        let r = self.host.try_borrow().map_err(|_| {
-            Error::Usage(format!(
-                "{} `{}` is mutably borrowed by a data() guard",
-                self.kind(),
-                self.name
-            ))
-        })?;
+        let r = self.borrow_host()?;
         let n = self.visible();
         Ref::filter_map(r, |v| bytemuck::try_cast_slice(&v[..n]).ok()).map_err(|_| misaligned(self))
     }

@@ -167,13 +167,12 @@ impl Renumbering {
 /// A Set renumbered, and how to carry its Maps and Dats over.
 pub struct Renumbered {
     old: Set,
-    /// The renumbered set (same name and size).
-    pub new: Set,
+    new: Set,
     r: Renumbering,
 }
 
 impl Renumbered {
-    /// The renumbered set.
+    /// The renumbered set (same name and size).
     pub fn set(&self) -> &Set {
         &self.new
     }

@@ -13,7 +13,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { serve } from "./serve.mjs";
+import { QUIET_ARGS, serve } from "./serve.mjs";
 
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
@@ -32,11 +32,7 @@ const { base, server } = await serve(root);
 const browser = await chromium.launch({
   executablePath: chromiumPath,
   headless: true,
-  args: [
-    "--enable-unsafe-webgpu", "--no-sandbox", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-    "--disable-dev-shm-usage",
-  ],
+  args: ["--enable-unsafe-webgpu", ...QUIET_ARGS],
 });
 
 let failed = false;
@@ -109,8 +105,7 @@ try {
   const plain = await chromium.launch({
     executablePath: chromiumPath,
     headless: true,
-    args: ["--no-sandbox", "--disable-background-networking", "--disable-component-update",
-      "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage"],
+    args: QUIET_ARGS,
   });
   try {
     const page = await plain.newPage();

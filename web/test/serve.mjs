@@ -20,3 +20,9 @@ export async function serve(root) {
   await new Promise((r) => server.listen(0, "127.0.0.1", r));
   return { base: `http://127.0.0.1:${server.address().port}`, server };
 }
+
+// Chromium flags both browser tests use: no sandbox (root in CI), nothing from the network.
+export const QUIET_ARGS = [
+  "--no-sandbox", "--disable-background-networking", "--disable-component-update",
+  "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage",
+];

@@ -9,7 +9,7 @@ import { PNG } from "pngjs";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { serve } from "./serve.mjs";
+import { QUIET_ARGS, serve } from "./serve.mjs";
 
 const args = Object.fromEntries(
   process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
@@ -25,9 +25,7 @@ const browser = await chromium.launch({
   headless: true,
   args: [
     "--enable-unsafe-webgpu", "--enable-features=Vulkan", "--use-vulkan=swiftshader",
-    "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--no-sandbox",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--no-first-run", "--disable-quic", "--disable-dev-shm-usage",
+    "--use-angle=swiftshader", "--enable-unsafe-swiftshader", ...QUIET_ARGS,
   ],
 });
 

@@ -100,7 +100,7 @@ pub fn run(sizes: Sizes, only: &[String]) -> Res<String> {
     let ctx = context(base()?)?;
     let gpu = ctx.gpu();
     let mut r = String::new();
-    let date = today();
+    let date = parloop::util::today();
     let _ = writeln!(r, "# parloop benchmark report\n");
     let _ = writeln!(
         r,
@@ -427,7 +427,7 @@ fn modes(r: &mut String, s: &Sizes) -> Res<()> {
     );
     let b = base()?;
     let rows = [
-        ("lazy, fused", Config { ..b.clone() }),
+        ("lazy, fused", b.clone()),
         (
             "lazy, unfused",
             Config {
@@ -575,21 +575,4 @@ fn airfoil(r: &mut String, s: &Sizes, copy: f64) -> Res<()> {
     }
     r.push('\n');
     Ok(())
-}
-
-/// Today's date (UTC) as YYYY-MM-DD (Howard Hinnant's civil-from-days).
-fn today() -> String {
-    let days = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() / 86_400) as i64;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
 }
