@@ -369,6 +369,21 @@ fn a_non_manifold_mesh_is_refused() {
     assert!(e.to_string().contains("not a manifold"), "{e}");
 }
 
+/// Issue 25: a cell list that is not whole cells panicked; a cell with a vertex twice is refused.
+#[test]
+fn topology_refuses_what_is_not_a_cell_list() {
+    let e = Topology::new(CellType::Triangle, &[0, 1, 2, 3]).unwrap_err();
+    assert!(
+        e.0.contains("4 cell vertices are not whole triangles"),
+        "{e}"
+    );
+    let e = Topology::new(CellType::Tetrahedron, &[0, 1, 2, 1]).unwrap_err();
+    assert!(
+        e.0.contains("cell 0 (tetrahedron [0, 1, 2, 1]) has vertex 1 twice"),
+        "{e}"
+    );
+}
+
 /// Facets by brute force: every pair of cells sharing a facet's worth of vertices, and every
 /// cell face no other cell shares.
 fn brute_force(cells: &[[u32; 3]]) -> BTreeMap<Vec<u32>, Vec<u32>> {

@@ -84,7 +84,8 @@ pub struct TopologyError(pub String);
 
 impl Topology {
     /// Derives facets (and 3-D edges) from `cells` (`cell_type.vertices()` per cell). A facet
-    /// shared by more than two cells (a non-manifold mesh) is an error naming it.
+    /// shared by more than two cells (a non-manifold mesh) is an error naming it; so are a cell
+    /// list that is not whole cells and a cell with a vertex twice.
     ///
     /// Each facet is found from its first cell by scanning the cells around its lowest vertex
     /// (a vertex -> cells table built first): no global hash table, so the work stays in
@@ -94,6 +95,31 @@ impl Topology {
         let ncells = cells.len() / nv;
         let local = local_facets(cell_type);
         let nf = local.len();
+        if !cells.len().is_multiple_of(nv) {
+            return Err(TopologyError(format!(
+                "{} cell vertices are not whole {}s: a {} has {nv} vertices",
+                cells.len(),
+                cell_type.name(),
+                cell_type.name()
+            )));
+        }
+        // Facet and cell numbers are u32s, u32::MAX meaning none.
+        if ncells
+            .checked_mul(nf)
+            .is_none_or(|n| n >= u32::MAX as usize)
+        {
+            return Err(TopologyError(format!(
+                "{ncells} cells: more facet slots than 32-bit facet numbers can count"
+            )));
+        }
+        for (c, cell) in cells.chunks_exact(nv).enumerate() {
+            if let Some(v) = (1..nv).find_map(|i| cell[..i].contains(&cell[i]).then_some(cell[i])) {
+                return Err(TopologyError(format!(
+                    "cell {c} ({} {cell:?}) has vertex {v} twice",
+                    cell_type.name()
+                )));
+            }
+        }
         let facet_arity = local[0].len();
         let nverts = cells.iter().max().map_or(0, |&m| m as usize + 1);
         // Vertex -> incident cells, as offsets and a flat list.
@@ -364,5 +390,40 @@ impl MeshData {
     /// The Subset named `name` (the first, if the group spans interior and boundary facets).
     pub fn group(&self, name: &str) -> Option<&crate::Subset> {
         self.groups.iter().find(|s| s.name() == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CellType, Topology};
+
+    /// Random cell lists (any length, few vertices, so facets are shared by many cells, cells
+    /// degenerate) and facet queries: an error or a topology, never a panic.
+    #[test]
+    fn random_cell_lists_never_panic() {
+        let types = [
+            CellType::Triangle,
+            CellType::Quadrilateral,
+            CellType::Tetrahedron,
+            CellType::Hexahedron,
+        ];
+        for seed in 0..2000u64 {
+            let mut rng = crate::util::Rng::new(seed);
+            let t = types[rng.below(4)];
+            let nv = 1 + rng.below(24);
+            let len = rng.below(8 * t.vertices() + 2);
+            let cells: Vec<u32> = (0..len).map(|_| rng.below(nv) as u32).collect();
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                if let Ok(top) = Topology::new(t, &cells) {
+                    for _ in 0..8 {
+                        let q: Vec<u32> = (0..rng.below(5))
+                            .map(|_| rng.below(nv + 2) as u32)
+                            .collect();
+                        let _ = top.facet_of(&q);
+                    }
+                }
+            }));
+            assert!(r.is_ok(), "seed {seed}: {t:?} {cells:?}");
+        }
     }
 }

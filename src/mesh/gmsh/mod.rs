@@ -1,5 +1,6 @@
-//! Gmsh meshes (`.msh`): format 4.1, ASCII and binary (read by the `mshio` crate), and 2.2
-//! ASCII (read here: the format is a few sections of numbers). First-order cells in 2-D
+//! Gmsh meshes (`.msh`): format 4.1, ASCII and binary, and 2.2 ASCII, read here (the formats
+//! are a few sections of numbers; [`read`] never panics: a malformed file is an [`MshError`]
+//! that says what is wrong and where, by line or byte offset). First-order cells in 2-D
 //! (triangles, quadrilaterals) and 3-D (tetrahedra, hexahedra); lower-dimensional elements
 //! (lines in 2-D, triangles and quadrilaterals in 3-D) are read as the facets of physical
 //! groups. Physical group names come from `$PhysicalNames`.
@@ -59,7 +60,7 @@ impl CellType {
 }
 
 /// Gmsh's name of an element type number, for messages.
-fn gmsh_type_name(t: u32) -> &'static str {
+fn gmsh_type_name(t: i32) -> &'static str {
     match t {
         1 => "2-node line",
         2 => "3-node triangle",
@@ -95,7 +96,8 @@ pub struct Group {
     pub members: Vec<u32>,
 }
 
-/// A mesh read from a `.msh` file: vertices (0-based, in the file's node order), cells of one
+/// A mesh read from a `.msh` file: vertices (0-based, in the file's node order; elements refer
+/// to nodes by their tags, in any order, sparse or not), cells of one
 /// type, the lower-dimensional elements that belong to physical groups (as vertex lists), and
 /// the physical groups.
 #[derive(Clone, Debug, PartialEq)]
@@ -166,36 +168,19 @@ impl GmshMesh {
     }
 }
 
+mod cursor;
 mod parse;
 mod renumber;
 mod write;
 
-use parse::{Raw, format_line, physical_names, read22, read41};
+use parse::{Block, Raw};
 pub use write::{unit_cube_tets, write41};
 
-/// Reads a `.msh` file's bytes (4.1 ASCII or binary, 2.2 ASCII).
+/// Reads a `.msh` file's bytes (4.1 ASCII or binary, 2.2 ASCII). Any input gives a mesh or an
+/// error saying what is wrong and where (a line, or a byte offset in a binary file).
 pub fn read(bytes: &[u8]) -> Result<GmshMesh, MshError> {
-    let version = format_line(bytes)?;
-    let names = physical_names(bytes)?;
-    let raw = match version.as_str() {
-        v if v.starts_with("4.1") => read41(bytes)?,
-        v if v.starts_with("2.2") => {
-            if version.split_whitespace().nth(1) != Some("0") {
-                return err(
-                    "binary MSH 2.2 is not supported: save the mesh as MSH 4.1 (binary or \
-                     ASCII) or MSH 2.2 ASCII",
-                );
-            }
-            read22(bytes)?
-        }
-        v => {
-            return err(format!(
-                "MSH format version {v} is not supported: parloop reads 4.1 (ASCII and binary) \
-                 and 2.2 ASCII (in Gmsh: File > Export, Version 4 or Version 2 ASCII)"
-            ));
-        }
-    };
-    assemble(raw, &names)
+    let raw = parse::read(bytes)?;
+    assemble(raw, bytes)
 }
 
 /// Reads a `.msh` file.
@@ -206,115 +191,145 @@ pub fn read_file(path: &std::path::Path) -> Result<GmshMesh, MshError> {
     read(&bytes).map_err(|e| MshError(format!("{}: {}", path.display(), e.0)))
 }
 
+/// Node tag -> vertex (file order): a table when the tags are dense enough, else a hash map.
+enum NodeIndex {
+    Table { min: u64, slot: Vec<u32> },
+    Map(HashMap<u64, u32>),
+}
+
+impl NodeIndex {
+    /// The index of `tags`; a tag twice is an error naming it and both places.
+    fn new(tags: &[u64], at: &[usize], place: &dyn Fn(usize) -> String) -> Result<Self, MshError> {
+        let twice = |t: u64, first: u32, i: usize| {
+            MshError(format!(
+                "{}: node tag {t} appears twice in $Nodes (first at {})",
+                place(at[i]),
+                place(at[first as usize])
+            ))
+        };
+        let (min, max) = (tags.iter().min(), tags.iter().max());
+        let (Some(&min), Some(&max)) = (min, max) else {
+            return Ok(NodeIndex::Map(HashMap::new()));
+        };
+        if max - min < 2 * tags.len() as u64 + 1024 {
+            let mut slot = vec![u32::MAX; (max - min + 1) as usize];
+            for (i, &t) in tags.iter().enumerate() {
+                let s = &mut slot[(t - min) as usize];
+                if *s != u32::MAX {
+                    return Err(twice(t, *s, i));
+                }
+                *s = i as u32;
+            }
+            Ok(NodeIndex::Table { min, slot })
+        } else {
+            let mut map = HashMap::with_capacity(tags.len());
+            for (i, &t) in tags.iter().enumerate() {
+                if let Some(&first) = map.get(&t) {
+                    return Err(twice(t, first, i));
+                }
+                map.insert(t, i as u32);
+            }
+            Ok(NodeIndex::Map(map))
+        }
+    }
+    fn get(&self, tag: u64) -> Option<u32> {
+        match self {
+            NodeIndex::Table { min, slot } => tag
+                .checked_sub(*min)
+                .and_then(|k| slot.get(usize::try_from(k).ok()?))
+                .copied()
+                .filter(|&v| v != u32::MAX),
+            NodeIndex::Map(map) => map.get(&tag).copied(),
+        }
+    }
+}
+
 /// Cells of the highest dimension present, facets of one dimension less, groups.
-fn assemble(raw: Raw, names: &HashMap<(usize, i32), String>) -> Result<GmshMesh, MshError> {
-    let mut index: HashMap<u64, u32> = HashMap::with_capacity(raw.nodes.len());
-    let mut coords = Vec::with_capacity(raw.nodes.len());
-    for (tag, xyz) in raw.nodes {
-        if index.insert(tag, coords.len() as u32).is_some() {
-            return err(format!("node tag {tag} appears twice in $Nodes"));
-        }
-        coords.push(xyz);
+fn assemble(raw: Raw, bytes: &[u8]) -> Result<GmshMesh, MshError> {
+    let place = |at: usize| cursor::place(bytes, raw.binary, at);
+    let fail = |at: usize, msg: String| MshError(format!("{}: {msg}", place(at)));
+    let nelements: usize = raw.blocks.iter().map(|b| b.at.len()).sum();
+    if raw.tags.len() >= u32::MAX as usize || nelements >= u32::MAX as usize {
+        return Err(fail(0, "more than 2^32 - 2 nodes or elements".into()));
     }
+    let index = NodeIndex::new(&raw.tags, &raw.node_at, &place)?;
+    let dim_of = |kind: u32| match kind {
+        15 => 0,
+        1 => 1,
+        2 | 3 => 2,
+        _ => 3,
+    };
     let cell_kind = |t: u32| match t {
-        2 => Some(CellType::Triangle),
-        3 => Some(CellType::Quadrilateral),
-        4 => Some(CellType::Tetrahedron),
-        5 => Some(CellType::Hexahedron),
-        _ => None,
+        2 => CellType::Triangle,
+        3 => CellType::Quadrilateral,
+        4 => CellType::Tetrahedron,
+        _ => CellType::Hexahedron,
     };
-    let dim_of = |t: u32| match t {
-        15 => Some(0),
-        1 => Some(1),
-        2 | 3 => Some(2),
-        4 | 5 => Some(3),
-        _ => None,
-    };
-    for (t, _, _) in &raw.elements {
-        if dim_of(*t).is_none() {
-            return err(format!(
-                "element type {t} ({}) is not supported: parloop reads first-order triangles, \
-                 quadrilaterals, tetrahedra and hexahedra, with lines or faces for boundary \
-                 groups (in Gmsh: Mesh.ElementOrder = 1, no prisms or pyramids)",
-                gmsh_type_name(*t)
-            ));
-        }
-    }
-    let top = raw
-        .elements
-        .iter()
-        .filter_map(|(t, _, _)| dim_of(*t))
+    let present = || raw.blocks.iter().filter(|b| !b.at.is_empty());
+    let top = present()
+        .map(|b| dim_of(b.kind))
         .max()
         .filter(|&d| d >= 2)
-        .ok_or_else(|| MshError("the file has no 2-D or 3-D cells".into()))?;
-    let types: Vec<CellType> = {
-        let mut v: Vec<CellType> = raw
-            .elements
-            .iter()
-            .filter(|(t, _, _)| dim_of(*t) == Some(top))
-            .filter_map(|(t, _, _)| cell_kind(*t))
-            .collect();
-        v.dedup();
-        v.sort_by_key(|c| c.gmsh_type());
-        v.dedup();
-        v
-    };
-    if types.len() > 1 {
-        return err(format!(
-            "the mesh mixes {} and {} cells: parloop reads meshes of one cell type (in Gmsh: \
-             recombine everything or nothing)",
-            types[0].name(),
-            types[1].name()
+        .ok_or_else(|| fail(raw.elements_at, "the file has no 2-D or 3-D cells".into()))?;
+    let mut cell_blocks = present().filter(|b| dim_of(b.kind) == top);
+    let first = cell_blocks.next().expect("a block of the top dimension");
+    let cell_type = cell_kind(first.kind);
+    if let Some(b) = cell_blocks.find(|b| b.kind != first.kind) {
+        let mut t = [cell_type, cell_kind(b.kind)];
+        t.sort_by_key(|c| c.gmsh_type());
+        return Err(fail(
+            b.at[0],
+            format!(
+                "the mesh mixes {} and {} cells: parloop reads meshes of one cell type (in \
+                 Gmsh: recombine everything or nothing)",
+                t[0].name(),
+                t[1].name()
+            ),
         ));
     }
-    let cell_type = types[0];
-    let node = |tag: u64| -> Result<u32, MshError> {
-        index.get(&tag).copied().ok_or_else(|| {
-            MshError(format!(
-                "an element refers to node {tag}, which $Nodes does not define"
-            ))
-        })
+    // An element's vertices: defined, distinct.
+    let vertices = |b: &Block, e: usize, out: &mut Vec<u32>| -> Result<(), MshError> {
+        let k = b.nodes.len() / b.at.len();
+        let tags = &b.nodes[e * k..(e + 1) * k];
+        let start = out.len();
+        for (j, &tag) in tags.iter().enumerate() {
+            let v = index.get(tag).ok_or_else(|| {
+                fail(
+                    b.at[e],
+                    format!("an element refers to node {tag}, which $Nodes does not define"),
+                )
+            })?;
+            if tags[..j].contains(&tag) {
+                return Err(fail(
+                    b.at[e],
+                    format!("a {} has node {tag} twice", gmsh_type_name(b.kind as i32)),
+                ));
+            }
+            out.push(v);
+        }
+        debug_assert_eq!(out.len() - start, k);
+        Ok(())
     };
     let mut cells = Vec::new();
     let mut facets = Vec::new();
     let mut members: HashMap<(usize, i32), Vec<u32>> = HashMap::new();
-    for (t, phys, tags) in &raw.elements {
-        let d = dim_of(*t).expect("checked above");
-        let want = if d == top {
-            cell_type.vertices()
-        } else {
-            match *t {
-                1 => 2,
-                2 => 3,
-                3 => 4,
-                15 => 1,
-                _ => unreachable!(),
-            }
-        };
-        if tags.len() != want {
-            return err(format!(
-                "a {} has {} nodes, expected {want}",
-                gmsh_type_name(*t),
-                tags.len()
-            ));
-        }
-        if d == top {
-            let c = (cells.len() / want) as u32;
-            for &tag in tags {
-                cells.push(node(tag)?);
-            }
-            for &p in phys {
-                members.entry((d, p)).or_default().push(c);
-            }
-        } else if d + 1 == top && !phys.is_empty() {
-            let f = facets.len() as u32;
-            facets.push(
-                tags.iter()
-                    .map(|&t| node(t))
-                    .collect::<Result<Vec<_>, _>>()?,
-            );
-            for &p in phys {
-                members.entry((d, p)).or_default().push(f);
+    for b in present() {
+        let d = dim_of(b.kind);
+        for e in 0..b.at.len() {
+            if d == top {
+                let c = (cells.len() / cell_type.vertices()) as u32;
+                vertices(b, e, &mut cells)?;
+                for &p in &b.phys {
+                    members.entry((d, p)).or_default().push(c);
+                }
+            } else if d + 1 == top && !b.phys.is_empty() {
+                let f = facets.len() as u32;
+                let mut vs = Vec::new();
+                vertices(b, e, &mut vs)?;
+                facets.push(vs);
+                for &p in &b.phys {
+                    members.entry((d, p)).or_default().push(f);
+                }
             }
         }
     }
@@ -324,7 +339,8 @@ fn assemble(raw: Raw, names: &HashMap<(usize, i32), String>) -> Result<GmshMesh,
             m.sort_unstable();
             m.dedup();
             Group {
-                name: names
+                name: raw
+                    .names
                     .get(&(dim, tag))
                     .cloned()
                     .unwrap_or_else(|| format!("physical {tag}")),
@@ -336,7 +352,7 @@ fn assemble(raw: Raw, names: &HashMap<(usize, i32), String>) -> Result<GmshMesh,
         .collect();
     groups.sort_by_key(|g| (g.dim, g.tag));
     Ok(GmshMesh {
-        coords,
+        coords: raw.coords,
         cell_type,
         cells,
         facets,

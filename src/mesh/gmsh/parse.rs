@@ -1,262 +1,497 @@
-//! The two readers: MSH 4.1 through `mshio`, MSH 2.2 ASCII by hand; `$MeshFormat` and
-//! `$PhysicalNames` (ASCII in every format).
+//! The reader: `$MeshFormat`, then the sections in any order. MSH 4.1 (ASCII and binary):
+//! `$PhysicalNames`, `$Entities`, `$Nodes`, `$Elements`; MSH 2.2 ASCII: `$PhysicalNames`,
+//! `$Nodes`, `$Elements` (one record per line). Other sections are skipped. Node tags are kept
+//! as written (any order, sparse, over several blocks); [`super::assemble`] resolves them.
 
-use super::{MshError, err};
+use super::cursor::{Cursor, shown};
+use super::{MshError, err, gmsh_type_name};
 use std::collections::HashMap;
 
-/// The version field of `$MeshFormat` (e.g. "4.1 0 8").
-pub(super) fn format_line(bytes: &[u8]) -> Result<String, MshError> {
-    let head = &bytes[..bytes.len().min(256)];
-    let text = String::from_utf8_lossy(head);
-    let mut lines = text.lines();
-    match lines.next().map(str::trim) {
-        Some("$MeshFormat") => {}
-        _ => return err("line 1: expected `$MeshFormat`: this is not a Gmsh .msh file"),
-    }
-    lines
-        .next()
-        .map(|l| l.trim().to_string())
-        .ok_or_else(|| MshError("line 2: the file ends inside $MeshFormat".into()))
+/// A run of elements of one type and physical tags: node tags, `nodes_of(kind)` per element.
+pub(super) struct Block {
+    pub kind: u32,
+    pub phys: Vec<i32>,
+    pub nodes: Vec<u64>,
+    /// Where each element begins.
+    pub at: Vec<usize>,
 }
 
-/// `$PhysicalNames` (ASCII in every format): (dim, tag) -> name.
-pub(super) fn physical_names(bytes: &[u8]) -> Result<HashMap<(usize, i32), String>, MshError> {
-    let mut out = HashMap::new();
-    let Some(start) = find(bytes, b"$PhysicalNames") else {
-        return Ok(out);
+/// What the reader produces before the cells and groups are sorted out.
+pub(super) struct Raw {
+    pub binary: bool,
+    /// `$PhysicalNames`: (dim, tag) -> name.
+    pub names: HashMap<(usize, i32), String>,
+    /// Nodes in file order: tag, coordinates, where the tag is.
+    pub tags: Vec<u64>,
+    pub coords: Vec<[f64; 3]>,
+    pub node_at: Vec<usize>,
+    pub blocks: Vec<Block>,
+    /// Where `$Elements` begins.
+    pub elements_at: usize,
+}
+
+/// Nodes of the element types parloop reads (first-order cells, their facets, points).
+pub(super) fn nodes_of(kind: i32) -> Option<usize> {
+    match kind {
+        15 => Some(1),
+        1 => Some(2),
+        2 => Some(3),
+        3 | 4 => Some(4),
+        5 => Some(8),
+        _ => None,
+    }
+}
+
+fn unsupported(kind: i32) -> String {
+    format!(
+        "element type {kind} ({}) is not supported: parloop reads first-order triangles, \
+         quadrilaterals, tetrahedra and hexahedra, with lines or faces for boundary groups (in \
+         Gmsh: Mesh.ElementOrder = 1, no prisms or pyramids)",
+        gmsh_type_name(kind)
+    )
+}
+
+/// Reads a `.msh` file (4.1 ASCII or binary, 2.2 ASCII) into [`Raw`].
+pub(super) fn read(bytes: &[u8]) -> Result<Raw, MshError> {
+    let mut c = Cursor::new(bytes);
+    let v41 = header(&mut c)?;
+    let mut raw = Raw {
+        binary: c.binary,
+        names: HashMap::new(),
+        tags: Vec::new(),
+        coords: Vec::new(),
+        node_at: Vec::new(),
+        blocks: Vec::new(),
+        elements_at: 0,
     };
-    let line0 = line_of(bytes, start);
-    let rest = &bytes[start..];
-    let end = find(rest, b"$EndPhysicalNames").ok_or_else(|| {
-        MshError(format!(
-            "line {line0}: $PhysicalNames has no $EndPhysicalNames"
-        ))
-    })?;
-    let text = String::from_utf8_lossy(&rest[..end]);
-    let mut lines = text.lines().skip(1);
-    let n: usize = lines
-        .next()
-        .and_then(|l| l.trim().parse().ok())
-        .ok_or_else(|| MshError(format!("line {}: expected the number of names", line0 + 1)))?;
-    for k in 0..n {
-        let line = lines.next().unwrap_or("");
-        let bad = || {
-            MshError(format!(
-                "line {}: expected `dim tag \"name\"` in $PhysicalNames, found {line:?}",
-                line0 + 2 + k
-            ))
+    let mut entities: HashMap<(i32, i32), Vec<i32>> = HashMap::new();
+    // Each block's entity (4.1), to find its physical tags once $Entities is read.
+    let mut block_entity = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    loop {
+        c.skip_space();
+        if c.left() == 0 {
+            break;
+        }
+        let start = c.pos;
+        let w = c.word("a section")?;
+        let name = match w.strip_prefix(b"$").map(std::str::from_utf8) {
+            Some(Ok(n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric()) => n,
+            _ => {
+                return c.fail(
+                    start,
+                    format!("expected a section (`$Name`), found {}", shown(w)),
+                );
+            }
         };
-        let mut it = line.trim().splitn(3, char::is_whitespace);
-        let dim: usize = it.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
-        let tag: i32 = it.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
-        let name = it
-            .next()
-            .ok_or_else(bad)?
-            .trim()
-            .trim_matches('"')
-            .to_string();
-        out.insert((dim, tag), name);
+        if name.starts_with("End") {
+            return c.fail(
+                start,
+                format!("${name} closes a section that was not opened"),
+            );
+        }
+        c.line_end()?;
+        let known = [
+            "MeshFormat",
+            "PhysicalNames",
+            "Entities",
+            "Nodes",
+            "Elements",
+        ];
+        if let Some(k) = known.iter().find(|&&k| k == name) {
+            if seen.contains(k) || *k == "MeshFormat" {
+                return c.fail(start, format!("a second ${name} section"));
+            }
+            seen.push(k);
+        }
+        match name {
+            "PhysicalNames" => raw.names = physical_names(&mut c)?,
+            "Entities" if v41 => entities = entities41(&mut c)?,
+            "Nodes" if v41 => nodes41(&mut c, &mut raw)?,
+            "Nodes" => nodes22(&mut c, &mut raw)?,
+            "Elements" => {
+                raw.elements_at = start;
+                if v41 {
+                    elements41(&mut c, &mut raw, &mut block_entity)?
+                } else {
+                    elements22(&mut c, &mut raw)?
+                }
+            }
+            _ => {
+                c.skip_section(name, start)?;
+                continue;
+            }
+        }
+        c.end(name, start)?;
+    }
+    for s in ["Nodes", "Elements"] {
+        if !seen.contains(&s) {
+            return c.fail(bytes.len(), format!("the file has no ${s} section"));
+        }
+    }
+    for (b, e) in raw.blocks.iter_mut().zip(block_entity) {
+        b.phys = entities.get(&e).cloned().unwrap_or_default();
+    }
+    Ok(raw)
+}
+
+/// `$MeshFormat`: returns whether the file is MSH 4.1 (else 2.2 ASCII); sets the cursor's
+/// binary mode, size_t and byte order.
+fn header(c: &mut Cursor) -> Result<bool, MshError> {
+    let not_msh = "line 1: expected `$MeshFormat`: this is not a Gmsh .msh file";
+    match c.word("`$MeshFormat`") {
+        Ok(b"$MeshFormat") => c.line_end().map_err(|_| MshError(not_msh.into()))?,
+        _ => return err(not_msh),
+    }
+    let at = c.pos;
+    let end = c.bytes[at..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(c.bytes.len(), |i| at + i);
+    let line = String::from_utf8_lossy(&c.bytes[at..end])
+        .trim()
+        .to_string();
+    c.pos = end;
+    let w: Vec<&str> = line.split_whitespace().collect();
+    let version = w.first().and_then(|v| v.parse::<f64>().ok());
+    let v41 = match version.map(|v| (v == 4.1, v == 2.2)) {
+        Some((true, _)) => true,
+        Some((_, true)) => false,
+        _ => {
+            return c.fail(
+                at,
+                format!(
+                    "MSH format version {line} is not supported: parloop reads 4.1 (ASCII and \
+                     binary) and 2.2 ASCII (in Gmsh: File > Export, Version 4 or Version 2 ASCII)"
+                ),
+            );
+        }
+    };
+    if w.len() != 3 {
+        return c.fail(
+            at,
+            format!("expected `version file-type data-size`, found `{line}`"),
+        );
+    }
+    let binary = match w[1] {
+        "0" => false,
+        "1" => true,
+        t => {
+            return c.fail(
+                at,
+                format!("file type `{t}`: expected 0 (ASCII) or 1 (binary)"),
+            );
+        }
+    };
+    if binary && !v41 {
+        return c.fail(
+            at,
+            "binary MSH 2.2 is not supported: save the mesh as MSH 4.1 (binary or ASCII) or MSH \
+             2.2 ASCII",
+        );
+    }
+    // The size of size_t in 4.1 (of a double in 2.2); binary numbers need it.
+    let size = w[2]
+        .parse::<u64>()
+        .ok()
+        .filter(|&s| s == 4 || s == 8)
+        .ok_or_else(|| {
+            MshError(format!(
+                "{}: data size `{}`: expected 8 (or 4), the size of {} in bytes",
+                c.place(at),
+                w[2],
+                if v41 { "size_t" } else { "a double" }
+            ))
+        })?;
+    if binary {
+        c.line_end()?;
+        c.binary = true;
+        c.size_t = size as usize;
+        let one = c.int("the integer 1 that tells the byte order")?;
+        if one != 1 {
+            if one.swap_bytes() != 1 {
+                return c.fail(
+                    c.last,
+                    format!("expected the integer 1 (the byte order), found {one}"),
+                );
+            }
+            c.big_endian = true;
+        }
+    }
+    c.end("MeshFormat", 0)?;
+    Ok(v41)
+}
+
+/// `$PhysicalNames` (ASCII in every format): `dim tag "name"` per line.
+fn physical_names(c: &mut Cursor) -> Result<HashMap<(usize, i32), String>, MshError> {
+    let n: u64 = c.ascii("the number of physical names", "an integer")?;
+    let n = c.check_count(n, "the number of physical names", 6, 3)?;
+    let mut out = HashMap::with_capacity(n);
+    for _ in 0..n {
+        c.begin_record();
+        let dim: i32 = c.ascii("a physical group's dimension", "0 to 3")?;
+        if !(0..=3).contains(&dim) {
+            return c.fail(
+                c.last,
+                format!("physical group dimension {dim}: expected 0 to 3"),
+            );
+        }
+        let tag: i32 = c.ascii("a physical tag", "an integer")?;
+        c.skip_space();
+        let at = c.pos;
+        let rest = &c.bytes[at..];
+        let line = &rest[..rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len())];
+        let quoted = line.strip_prefix(b"\"").and_then(|l| {
+            let close = l.iter().position(|&b| b == b'"')?;
+            Some((&l[..close], close + 2))
+        });
+        // Gmsh quotes names; an unquoted one is the rest of the line.
+        let (name, len) = quoted.unwrap_or((line.trim_ascii_end(), line.len()));
+        if name.is_empty() {
+            return c.fail(at, "expected a group name: `dim tag \"name\"`");
+        }
+        c.pos = at + len;
+        c.end_record("a physical name")?;
+        if out
+            .insert(
+                (dim as usize, tag),
+                String::from_utf8_lossy(name).into_owned(),
+            )
+            .is_some()
+        {
+            return c.fail(
+                at,
+                format!("a second name for physical group {tag} of dimension {dim}"),
+            );
+        }
     }
     Ok(out)
 }
 
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
-/// 1-based line number of byte `at`.
-fn line_of(bytes: &[u8], at: usize) -> usize {
-    1 + bytes[..at.min(bytes.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-}
-
-/// What both readers produce before the cells and groups are sorted out: nodes (tag, xyz) and
-/// elements (type, physical tags, node tags).
-pub(super) struct Raw {
-    pub nodes: Vec<(u64, [f64; 3])>,
-    pub elements: Vec<(u32, Vec<i32>, Vec<u64>)>,
-}
-
-pub(super) fn read41(bytes: &[u8]) -> Result<Raw, MshError> {
-    let msh = mshio::parse_msh_bytes(bytes).map_err(|e| {
-        // Each level of the parser's backtrace holds the rest of the input where it failed;
-        // the innermost is first.
-        let kinds: Vec<_> = e
-            .backtrace
-            .iter()
-            .filter(|(_, k)| !k.is_nom_error())
-            .collect();
-        let at = kinds
-            .first()
-            .copied()
-            .or(e.backtrace.first())
-            .map(|(input, _)| (input.as_ptr() as usize).saturating_sub(bytes.as_ptr() as usize));
-        let what: Vec<String> = kinds
-            .iter()
-            .rev()
-            .map(|(_, k)| k.context().map_or_else(|| k.to_string(), str::to_string))
-            .collect();
-        let what = if what.is_empty() {
-            "malformed MSH 4.1".to_string()
-        } else {
-            what.join(": ")
-        };
-        match at {
-            Some(at) => MshError(format!("line {} (byte {at}): {what}", line_of(bytes, at))),
-            None => MshError(what),
-        }
-    })?;
-    let data = msh.data;
-    let nodes_sec = data
-        .nodes
-        .ok_or_else(|| MshError("the file has no $Nodes section".into()))?;
-    let elements_sec = data
-        .elements
-        .ok_or_else(|| MshError("the file has no $Elements section".into()))?;
-    // Physical tags per entity (dim, tag), from $Entities.
-    let mut phys: HashMap<(i32, i32), Vec<i32>> = HashMap::new();
-    if let Some(ent) = &data.entities {
-        for p in &ent.points {
-            phys.insert((0, p.tag), p.physical_tags.clone());
-        }
-        for c in &ent.curves {
-            phys.insert((1, c.tag), c.physical_tags.clone());
-        }
-        for s in &ent.surfaces {
-            phys.insert((2, s.tag), s.physical_tags.clone());
-        }
-        for v in &ent.volumes {
-            phys.insert((3, v.tag), v.physical_tags.clone());
-        }
+/// `$Entities` (4.1): the physical tags of each (dim, tag).
+fn entities41(c: &mut Cursor) -> Result<HashMap<(i32, i32), Vec<i32>>, MshError> {
+    let s = c.size_t;
+    let mut counts = [0; 4];
+    for (d, n) in counts.iter_mut().enumerate() {
+        let what = ["points", "curves", "surfaces", "volumes"][d];
+        // A point: tag, x y z, physical count; more: tag, box, physical and boundary counts.
+        let (bytes, words) = if d == 0 { (28 + s, 5) } else { (52 + 2 * s, 9) };
+        *n = c.count(&format!("the number of {what}"), bytes, words)?;
     }
-    let mut nodes = Vec::new();
-    // mshio keeps a block's node tags only when the file's numbering is sparse; a dense
-    // numbering (min..=max, no gaps) is taken as consecutive in file order, as Gmsh writes it.
-    let mut next = nodes_sec.min_node_tag;
-    for block in &nodes_sec.node_blocks {
-        let tags: Vec<u64> = match &block.node_tags {
-            Some(map) => {
-                let mut t = vec![0u64; block.nodes.len()];
-                for (&tag, &i) in map {
-                    t[i] = tag;
-                }
-                t
+    let mut out = HashMap::new();
+    for (d, &n) in counts.iter().enumerate() {
+        for _ in 0..n {
+            let tag = c.int("an entity tag")?;
+            let at = c.last;
+            for _ in 0..if d == 0 { 3 } else { 6 } {
+                c.double("an entity's coordinates")?;
             }
-            None => (next..next + block.nodes.len() as u64).collect(),
-        };
-        next += block.nodes.len() as u64;
-        for (tag, n) in tags.into_iter().zip(&block.nodes) {
-            nodes.push((tag, [n.x, n.y, n.z]));
+            let np = c.count("the number of physical tags", 4, 1)?;
+            let phys = (0..np)
+                .map(|_| c.int("a physical tag"))
+                .collect::<Result<Vec<_>, _>>()?;
+            if d > 0 {
+                for _ in 0..c.count("the number of bounding entities", 4, 1)? {
+                    c.int("a bounding entity's tag")?;
+                }
+            }
+            if out.insert((d as i32, tag), phys).is_some() {
+                return c.fail(
+                    at,
+                    format!("a second entity of dimension {d} with tag {tag}"),
+                );
+            }
         }
     }
-    let mut elements = Vec::new();
-    for block in &elements_sec.element_blocks {
-        let t = block.element_type as u32;
-        let tags = phys
-            .get(&(block.entity_dim, block.entity_tag))
-            .cloned()
-            .unwrap_or_default();
-        for e in &block.elements {
-            elements.push((t, tags.clone(), e.nodes.clone()));
-        }
-    }
-    Ok(Raw { nodes, elements })
+    Ok(out)
 }
 
-/// MSH 2.2 ASCII: `$Nodes` (count, then `tag x y z`) and `$Elements` (count, then `tag type
-/// ntags physical elementary ... nodes`).
-pub(super) fn read22(bytes: &[u8]) -> Result<Raw, MshError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        MshError(format!(
-            "byte {}: MSH 2.2 ASCII must be text",
-            e.valid_up_to()
-        ))
-    })?;
-    let lines: Vec<&str> = text.lines().collect();
-    let section = |name: &str| -> Result<(usize, usize), MshError> {
-        let start = lines
-            .iter()
-            .position(|l| l.trim() == format!("${name}"))
-            .ok_or_else(|| MshError(format!("the file has no ${name} section")))?;
-        let end = lines[start..]
-            .iter()
-            .position(|l| l.trim() == format!("$End{name}"))
-            .map(|e| start + e)
-            .ok_or_else(|| MshError(format!("line {}: ${name} has no $End{name}", start + 1)))?;
-        Ok((start, end))
-    };
-    let count = |at: usize, what: &str| -> Result<usize, MshError> {
-        lines
-            .get(at)
-            .and_then(|l| l.trim().parse().ok())
-            .ok_or_else(|| MshError(format!("line {}: expected the number of {what}", at + 1)))
-    };
-    let (ns, ne) = section("Nodes")?;
-    let n = count(ns + 1, "nodes")?;
-    if ns + 2 + n > ne {
-        return err(format!(
-            "line {}: $Nodes announces {n} nodes but holds {}",
-            ns + 2,
-            ne.saturating_sub(ns + 2)
-        ));
-    }
-    let mut nodes = Vec::with_capacity(n);
-    for k in 0..n {
-        let at = ns + 2 + k;
-        let v: Vec<f64> = lines[at]
-            .split_whitespace()
-            .map(str::parse)
-            .collect::<Result<_, _>>()
-            .map_err(|_| MshError(format!("line {}: expected `tag x y z`", at + 1)))?;
-        if v.len() != 4 {
-            return err(format!(
-                "line {}: expected `tag x y z`, found {:?}",
-                at + 1,
-                lines[at]
-            ));
-        }
-        nodes.push((v[0] as u64, [v[1], v[2], v[3]]));
-    }
-    let (es, ee) = section("Elements")?;
-    let m = count(es + 1, "elements")?;
-    if es + 2 + m > ee {
-        return err(format!(
-            "line {}: $Elements announces {m} elements but holds {}",
-            es + 2,
-            ee.saturating_sub(es + 2)
-        ));
-    }
-    let mut elements = Vec::with_capacity(m);
-    for k in 0..m {
-        let at = es + 2 + k;
-        let v: Vec<i64> = lines[at]
-            .split_whitespace()
-            .map(str::parse)
-            .collect::<Result<_, _>>()
-            .map_err(|_| MshError(format!("line {}: expected integers", at + 1)))?;
-        let bad = || {
-            MshError(format!(
-                "line {}: malformed element {:?}",
-                at + 1,
-                lines[at]
-            ))
-        };
-        let (t, ntags) = (
-            *v.get(1).ok_or_else(bad)?,
-            *v.get(2).ok_or_else(bad)? as usize,
+/// `$Nodes` (4.1): blocks of node tags, then their coordinates (and parametric coordinates,
+/// skipped).
+fn nodes41(c: &mut Cursor, raw: &mut Raw) -> Result<(), MshError> {
+    let s = c.size_t;
+    let nblocks = c.count("the number of node blocks", 12 + s, 4)?;
+    let total = c.size_t("the number of nodes")?;
+    let total_at = c.last;
+    let total = c.check_count(total, "the number of nodes", s + 24, 4)?;
+    let min = c.size_t("the smallest node tag")?;
+    let max = c.size_t("the largest node tag")?;
+    // (Too narrow a range for `total` distinct tags shows as a tag twice, named.)
+    if total > 0 && (min == 0 || max < min) {
+        return c.fail(
+            total_at,
+            format!("{total} nodes with tags from {min} to {max}: tags are 1 or more"),
         );
-        let tags = v.get(3..3 + ntags).ok_or_else(bad)?;
-        // The first tag is the physical group (0: none).
-        let phys: Vec<i32> = tags
-            .first()
-            .filter(|&&p| p != 0)
-            .map(|&p| p as i32)
-            .into_iter()
-            .collect();
-        let node_tags: Vec<u64> = v[3 + ntags..].iter().map(|&x| x as u64).collect();
-        elements.push((t as u32, phys, node_tags));
     }
-    Ok(Raw { nodes, elements })
+    raw.tags.reserve(total);
+    raw.coords.reserve(total);
+    raw.node_at.reserve(total);
+    for _ in 0..nblocks {
+        let dim = c.int("a node block's entity dimension")?;
+        if !(0..=3).contains(&dim) {
+            return c.fail(c.last, format!("entity dimension {dim}: expected 0 to 3"));
+        }
+        c.int("a node block's entity tag")?;
+        let extra = match c.int("a node block's parametric flag")? {
+            0 => 0,
+            1 => dim as usize,
+            p => return c.fail(c.last, format!("parametric flag {p}: expected 0 or 1")),
+        };
+        let n = c.count(
+            "the number of nodes in a block",
+            s + 8 * (3 + extra),
+            4 + extra,
+        )?;
+        if raw.tags.len() + n > total {
+            return c.fail(
+                c.last,
+                format!("more nodes in the blocks than the {total} announced"),
+            );
+        }
+        for _ in 0..n {
+            let t = c.size_t("a node tag")?;
+            if !(min..=max).contains(&t) {
+                return c.fail(
+                    c.last,
+                    format!(
+                        "node tag {t} is outside the range {min} to {max} that $Nodes announces"
+                    ),
+                );
+            }
+            raw.tags.push(t);
+            raw.node_at.push(c.last);
+        }
+        for _ in 0..n {
+            let mut xyz = [0.0; 3];
+            for (a, x) in xyz.iter_mut().enumerate() {
+                *x = c.coordinate(["a node's x", "a node's y", "a node's z"][a])?;
+            }
+            for _ in 0..extra {
+                c.double("a node's parametric coordinate")?;
+            }
+            raw.coords.push(xyz);
+        }
+    }
+    if raw.tags.len() != total {
+        return c.fail(
+            total_at,
+            format!(
+                "$Nodes announces {total} nodes, its blocks hold {}",
+                raw.tags.len()
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// `$Elements` (4.1): blocks of one entity and type, each element its tag and node tags.
+fn elements41(c: &mut Cursor, raw: &mut Raw, entity: &mut Vec<(i32, i32)>) -> Result<(), MshError> {
+    let s = c.size_t;
+    let nblocks = c.count("the number of element blocks", 12 + s, 4)?;
+    let total = c.size_t("the number of elements")?;
+    let total_at = c.last;
+    c.size_t("the smallest element tag")?;
+    c.size_t("the largest element tag")?;
+    let mut sum = 0;
+    for _ in 0..nblocks {
+        let dim = c.int("an element block's entity dimension")?;
+        let tag = c.int("an element block's entity tag")?;
+        let kind = c.int("an element type")?;
+        let Some(k) = nodes_of(kind) else {
+            return c.fail(c.last, unsupported(kind));
+        };
+        let n = c.count("the number of elements in a block", s * (1 + k), 1 + k)?;
+        let mut b = Block {
+            kind: kind as u32,
+            phys: Vec::new(),
+            nodes: Vec::with_capacity(n * k),
+            at: Vec::with_capacity(n),
+        };
+        for _ in 0..n {
+            c.size_t("an element tag")?;
+            b.at.push(c.last);
+            for _ in 0..k {
+                b.nodes.push(c.size_t("an element's node tag")?);
+            }
+        }
+        sum += n;
+        raw.blocks.push(b);
+        entity.push((dim, tag));
+    }
+    if sum as u64 != total {
+        return c.fail(
+            total_at,
+            format!("$Elements announces {total} elements, its blocks hold {sum}"),
+        );
+    }
+    Ok(())
+}
+
+/// `$Nodes` (2.2): a count, then `tag x y z` per line.
+fn nodes22(c: &mut Cursor, raw: &mut Raw) -> Result<(), MshError> {
+    let n = c.count("the number of nodes", 0, 4)?;
+    raw.tags.reserve(n);
+    raw.coords.reserve(n);
+    raw.node_at.reserve(n);
+    for _ in 0..n {
+        c.begin_record();
+        raw.tags.push(c.size_t("a node tag")?);
+        raw.node_at.push(c.last);
+        let mut xyz = [0.0; 3];
+        for (a, x) in xyz.iter_mut().enumerate() {
+            *x = c.coordinate(["the node's x", "the node's y", "the node's z"][a])?;
+        }
+        raw.coords.push(xyz);
+        c.end_record("a node's `tag x y z`")?;
+    }
+    Ok(())
+}
+
+/// `$Elements` (2.2): a count, then `tag type ntags tags... nodes...` per line; the first tag
+/// is the physical group (0: none).
+fn elements22(c: &mut Cursor, raw: &mut Raw) -> Result<(), MshError> {
+    let n = c.count("the number of elements", 0, 4)?;
+    for _ in 0..n {
+        c.begin_record();
+        c.size_t("an element tag")?;
+        let at = c.last;
+        let kind = c.int("an element type")?;
+        let Some(k) = nodes_of(kind) else {
+            return c.fail(c.last, unsupported(kind));
+        };
+        let ntags = c.count("the number of tags", 0, 1)?;
+        let mut phys = Vec::new();
+        for i in 0..ntags {
+            let t = c.int("an element's tag")?;
+            if i == 0 && t != 0 {
+                phys.push(t);
+            }
+        }
+        let what = match kind {
+            15 => "the node tag of a point",
+            1 => "the 2 node tags of a line",
+            2 => "the 3 node tags of a triangle",
+            3 => "the 4 node tags of a quadrilateral",
+            4 => "the 4 node tags of a tetrahedron",
+            _ => "the 8 node tags of a hexahedron",
+        };
+        let b = match raw.blocks.last_mut() {
+            Some(b) if b.kind == kind as u32 && b.phys == phys => b,
+            _ => {
+                raw.blocks.push(Block {
+                    kind: kind as u32,
+                    phys,
+                    nodes: Vec::new(),
+                    at: Vec::new(),
+                });
+                raw.blocks.last_mut().expect("just pushed")
+            }
+        };
+        b.at.push(at);
+        for _ in 0..k {
+            b.nodes.push(c.size_t(what)?);
+        }
+        c.end_record(what)?;
+    }
+    Ok(())
 }
