@@ -48,6 +48,10 @@ pub struct Config {
     /// that tests reach 2-D grids and their idle workgroups on small meshes. None: the
     /// adapter's limit.
     pub grid_limit: Option<u32>,
+    /// On N ranks: seconds a rank waits for the others (a message, a reduction, an agreement)
+    /// before the job is aborted with a message naming the rank and what it waited in
+    /// (`PARLOOP_COMM_TIMEOUT`, default 600): a diverged program fails instead of hanging.
+    pub comm_timeout_s: f64,
 }
 
 impl Default for Config {
@@ -66,6 +70,7 @@ impl Default for Config {
             check: false,
             soa: false,
             grid_limit: None,
+            comm_timeout_s: crate::dist::DEFAULT_TIMEOUT_S,
         }
     }
 }
@@ -86,6 +91,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("PARLOOP_PROFILE", "0 or 1"),
     ("PARLOOP_CHECK", "0 or 1"),
     ("PARLOOP_SOA", "0 or 1"),
+    ("PARLOOP_COMM_TIMEOUT", "a positive number of seconds"),
     (
         "PARLOOP_ADAPTER",
         "auto, hardware, software or part of an adapter's name",
@@ -210,6 +216,14 @@ impl Config {
                 "PARLOOP_PROFILE" => c.profile = flag(n, &v)?,
                 "PARLOOP_CHECK" => c.check = flag(n, &v)?,
                 "PARLOOP_SOA" => c.soa = flag(n, &v)?,
+                "PARLOOP_COMM_TIMEOUT" => {
+                    c.comm_timeout_s = v
+                        .trim()
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|s| s.is_finite() && *s > 0.0)
+                        .ok_or_else(|| bad(n, &v))?
+                }
                 "PARLOOP_ADAPTER" => c.adapter = AdapterChoice::parse(&v),
                 "PARLOOP_BACKEND" => {
                     parse_backends(&v)?;

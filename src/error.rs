@@ -22,6 +22,9 @@ pub enum Error {
     /// Checking mode found a kernel indexing one of its arguments out of range.
     #[error("{0}")]
     Check(String),
+    /// On N ranks: another rank failed (its message is included), so this rank stops too.
+    #[error("{0}")]
+    Rank(String),
     /// The host used an object in a way that cannot work (e.g. a live borrow during a readback).
     #[error("{0}")]
     Usage(String),

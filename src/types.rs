@@ -33,9 +33,9 @@ impl DType {
             (DType::F32, Access::Min) => "bitcast<f32>(0x7f800000u)",
             (DType::F32, Access::Max) => "bitcast<f32>(0xff800000u)",
             (DType::F32, _) => "0.0",
-            // WGSL cannot bitcast to f64: the extreme finite values stand for the infinities.
-            (DType::F64, Access::Min) => "1.7976931348623157e308lf",
-            (DType::F64, Access::Max) => "-1.7976931348623157e308lf",
+            // WGSL cannot bitcast to f64: the f32 infinities, converted (exactly).
+            (DType::F64, Access::Min) => "f64(bitcast<f32>(0x7f800000u))",
+            (DType::F64, Access::Max) => "f64(bitcast<f32>(0xff800000u))",
             (DType::F64, _) => "0.0lf",
             (DType::U32, Access::Min) => "0xffffffffu",
             (DType::U32, _) => "0u",

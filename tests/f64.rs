@@ -213,3 +213,31 @@ fn f64_host_access_round_trips() {
     let msg = d.set_data(&[1.0; 5]).unwrap_err().to_string();
     assert!(msg.contains("`d`") && msg.contains("expected 6"), "{msg}");
 }
+
+/// Issue 25, defect 7: a MIN or MAX that no element changes leaves the Global's value as it
+/// was, infinities included, on the GPU as on the host (the GPU's identity was the largest
+/// finite f64, so a MAX from -inf came back as -1.8e308).
+#[test]
+fn an_untouched_f64_min_max_keeps_infinities_on_gpu_and_host() {
+    let Some(ctx) = f64_context() else { return };
+    let s = Set::new("s", 300);
+    let src = "fn keep(lo: ptr<function, array<f64, 1>>, hi: ptr<function, array<f64, 1>>) {}";
+    for kernel in [
+        Kernel::new("keep", src),
+        Kernel::host("keep", |_: &mut HostArgs| {}),
+    ] {
+        let gpu = kernel.wgsl().is_some();
+        let lo = ctx.global("lo", &[f64::INFINITY]).unwrap();
+        let hi = ctx.global("hi", &[f64::NEG_INFINITY]).unwrap();
+        ctx.par_loop(&kernel, &s, &[lo.min(), hi.max()]).unwrap();
+        assert_eq!(lo.value().unwrap(), [f64::INFINITY], "MIN, gpu {gpu}");
+        assert_eq!(hi.value().unwrap(), [f64::NEG_INFINITY], "MAX, gpu {gpu}");
+        // And a value the elements do reach still wins.
+        let k2 = Kernel::new(
+            "raise",
+            "fn raise(hi: ptr<function, array<f64, 1>>) { (*hi)[0] = 2.5lf; }",
+        );
+        ctx.par_loop(&k2, &s, &[hi.max()]).unwrap();
+        assert_eq!(hi.value().unwrap(), [2.5]);
+    }
+}

@@ -72,7 +72,7 @@ impl Context {
             let seq = self.0.dist_loops.get() + 1;
             self.0.dist_loops.set(seq);
             let print = std::hash::Hasher::finish(&h) ^ seq.rotate_left(32);
-            let (lo, hi) = self.0.comm.min_max(print);
+            let (lo, hi) = self.0.comm.min_max(print, &name());
             if lo != hi {
                 return Err(Error::ParLoop(format!(
                     "{}: rank {} records this loop while another rank records a different one \
@@ -92,8 +92,9 @@ impl Context {
                 set.name()
             )));
         }
-        let exec = set.sections().exec_halo > 0
-            && args.iter().any(|a| a.map().is_some() && a.access.writes());
+        // From the program, not this rank's sizes: every rank makes the same decision (a rank
+        // with no exec-halo element runs an empty section).
+        let exec = args.iter().any(|a| a.map().is_some() && a.access.writes());
         Ok(Some((set, exec)))
     }
 
@@ -156,13 +157,8 @@ impl Context {
     ) -> Result<()> {
         let mut wait = false;
         for d in Self::halo_reads(args, exec) {
-            let no_neighbours = d
-                .set
-                .as_ref()
-                .and_then(|s| s.halo())
-                .is_none_or(|h| h.exchanges.is_empty());
             let mut st = self.0.rt.borrow_mut();
-            if !d.halo_valid.get() && no_neighbours {
+            if !d.halo_valid.get() && !shared(&d) {
                 d.halo_valid.set(true);
             }
             if d.halo_valid.get() {
@@ -207,7 +203,9 @@ impl Context {
                     .enumerate()
                     .any(|(j, b)| j != i && b.data.id == a.data.id && b.access.writes())
         });
-        if wait && set.sections().core > 0 && !self_reading {
+        // Split on every rank alike (a rank without core elements runs an empty part): the
+        // trace's length decides where the trace bound forces, which every rank must share.
+        if wait && !self_reading {
             self.record(kernel, IterSpace::Core(set.clone()), &args, site)?;
             self.record(kernel, IterSpace::Owned(set, exec), &args, site)?;
         } else {
@@ -321,9 +319,11 @@ impl Context {
             .filter(|a| a.data.set.is_none() && a.access.is_reduction())
         {
             let d = &a.data;
-            block(d.sync_host(false))?;
+            let read = block(d.sync_host(false));
+            self.agree(read, &format!("reading Global `{}` before its reduction", d.name))?;
             let mut words = d.host.borrow().clone();
-            self.0.comm.all_reduce(d.dtype, a.access, &mut words);
+            let what = format!("the reduction of Global `{}` over the ranks", d.name);
+            self.0.comm.all_reduce(d.dtype, a.access, &mut words, &what);
             d.write_host(&words)?;
             self.0.rt.borrow_mut().stats.global_reductions += 1;
         }
@@ -341,8 +341,8 @@ impl Context {
         let Some(halo) = set.halo().cloned() else {
             return Ok(());
         };
-        if halo.exchanges.is_empty() {
-            // No neighbours (one rank, or a part nobody shares): nothing to bring in.
+        if !halo.shared {
+            // No rank has a halo of this set (one rank): nothing to bring in.
             d.halo_valid.set(true);
             self.0.rt.borrow_mut().stats.halo_exchanges_skipped += 1;
             return Ok(());
@@ -355,11 +355,24 @@ impl Context {
         #[cfg(not(target_arch = "wasm32"))]
         let _ = self.0.gpu.device.poll(wgpu::PollType::wait_indefinitely());
         let t0 = crate::util::now_ms();
-        let packed = self.pack(d, &set, &halo)?;
-        let (sends, recvs) = messages(&halo, d.wdim(), &packed);
-        let got = self.0.comm.exchange(&sends, &recvs)?;
-        let (start, words) = halo_words(&halo, &set, d.wdim(), got);
-        self.write_range(d, start, &words)?;
+        // An error here still sends (zeros) and receives, then fails on every rank.
+        let packed = self.pack(d, &set, &halo);
+        let need: usize = halo.exchanges.iter().map(|x| x.send.len()).sum();
+        let mut words = packed.as_ref().map_or_else(|_| Vec::new(), Clone::clone);
+        words.resize(need * d.wdim(), 0);
+        let (sends, recvs) = messages(&halo, d.wdim(), &words);
+        let tag = self.0.rt.borrow().stats.halo_exchanges;
+        let what = || format!("the halo exchange of Dat `{}`", d.name);
+        let got = self
+            .0
+            .comm
+            .exchange(exchange_tag(tag), &what, &sends, &recvs);
+        let written = packed.and(got).and_then(|got| {
+            let (start, words) = halo_words(&halo, &set, d.wdim(), got);
+            // Everything that uses d ran before the pack (the force above).
+            self.write_now(d, start, &words)
+        });
+        self.agree(written, &what())?;
         d.halo_valid.set(true);
         let mut st = self.0.rt.borrow_mut();
         st.stats.halo_exchanges += 1;
@@ -422,14 +435,6 @@ impl Context {
         Ok(words)
     }
 
-    /// Writes `words` at word `start` of `d` once pending loops that use `d` have run: into the
-    /// device copy when it is current, and into the host copy when that is current.
-    fn write_range(&self, d: &Rc<DataInner>, start: usize, words: &[u32]) -> Result<()> {
-        let all = AccessSet::of(d.id, section::ALL);
-        self.force(&AccessSet::new(), &all, &[], "halo exchange")?;
-        self.write_now(d, start, words)
-    }
-
     /// Writes `words` at word `start` of `d` now, whatever the trace holds: into the device
     /// copy when it is current, and into the host copy when that is current.
     pub(super) fn write_now(&self, d: &Rc<DataInner>, start: usize, words: &[u32]) -> Result<()> {
@@ -471,6 +476,39 @@ impl Context {
             h[start..start + words.len()].copy_from_slice(words);
         }
         Ok(())
+    }
+}
+
+/// Whether any rank holds a halo of `d`'s set (the same answer on every rank).
+fn shared(d: &DataInner) -> bool {
+    d.set
+        .as_ref()
+        .and_then(|s| s.halo())
+        .is_some_and(|h| h.shared)
+}
+
+/// The message tag of the `n`-th halo exchange (every rank counts the same exchanges).
+pub(super) fn exchange_tag(n: u64) -> u16 {
+    (n % 30_000) as u16
+}
+
+impl Context {
+    /// Makes a local outcome collective: on N ranks, an error on any rank becomes an error on
+    /// every rank (naming the rank where it arose), so that no rank goes on into a collective
+    /// the others never join. Every rank must call it at the same point of the program.
+    pub(crate) fn agree<T>(&self, result: Result<T>, what: &str) -> Result<T> {
+        if self.ranks() == 1 {
+            return result;
+        }
+        let mine = result.as_ref().err().map(ToString::to_string);
+        match (self.0.comm.agree(mine.as_deref(), what), result) {
+            (None, r) | (Some(_), r @ Err(_)) => r,
+            (Some((rank, message)), Ok(_)) => Err(Error::Rank(format!(
+                "{what}: rank {rank} of {} failed, so every rank stops here. On rank {rank}: \
+                 {message}",
+                self.ranks()
+            ))),
+        }
     }
 }
 

@@ -52,6 +52,16 @@ impl DataInner {
         Ok(())
     }
 
+    /// After the host wrote owned values: a distributed Dat's halo is stale on every rank,
+    /// including ranks that hold no halo element of its set (the next exchange is one every
+    /// rank records).
+    fn halo_stale_after_write(&self) {
+        if self.set.as_ref().is_some_and(|s| s.halo().is_some()) {
+            self.halo_valid.set(false);
+            self.halo_recv.set(0);
+        }
+    }
+
     /// Words the host sees: a distributed Dat's owned elements, else everything.
     fn visible(&self) -> usize {
         match &self.set {
@@ -97,7 +107,7 @@ impl DataInner {
             .map_err(|_| misaligned(self))?;
         self.device_valid.set(false);
         self.host_valid.set(true);
-        self.halo_valid.set(self.visible() == self.words());
+        self.halo_stale_after_write();
         Ok(guard)
     }
 }
@@ -159,8 +169,10 @@ impl<T: Scalar> Dat<T> {
     /// distributed run: this rank's owned values.
     pub fn set_data(&mut self, values: &[T]) -> Result<()> {
         let n = self.inner.visible() / self.inner.dtype.words();
-        if values.len() != n {
-            return Err(Error::Data(format!(
+        let checked = if values.len() == n {
+            Ok(())
+        } else {
+            Err(Error::Data(format!(
                 "Dat `{}`: got {} values, expected {n}{}",
                 self.inner.name,
                 values.len(),
@@ -169,16 +181,24 @@ impl<T: Scalar> Dat<T> {
                 } else {
                     ""
                 }
-            )));
+            )))
+        };
+        // On N ranks a wrong length on one rank fails every rank before the collective force.
+        if self.inner.set.as_ref().is_some_and(|s| s.halo().is_some()) {
+            let what = format!("set_data of Dat `{}`", self.inner.name);
+            context_of(&self.inner)?.agree(checked, &what)?;
+        } else {
+            checked?;
         }
         if n == self.inner.len() {
-            return self.inner.write_host(bytemuck::cast_slice(values));
+            self.inner.write_host(bytemuck::cast_slice(values))?;
+        } else {
+            block(self.inner.sync_host(true))?;
+            let mut words = self.inner.host.borrow().clone();
+            words[..n * self.inner.dtype.words()].copy_from_slice(bytemuck::cast_slice(values));
+            self.inner.write_host(&words)?;
         }
-        block(self.inner.sync_host(true))?;
-        let mut words = self.inner.host.borrow().clone();
-        words[..n * self.inner.dtype.words()].copy_from_slice(bytemuck::cast_slice(values));
-        self.inner.write_host(&words)?;
-        self.inner.halo_valid.set(false);
+        self.inner.halo_stale_after_write();
         Ok(())
     }
 
@@ -208,7 +228,7 @@ impl<T: Scalar> Dat<T> {
                 _ => ok[0] = 0,
             }
         }
-        comm.broadcast(&mut ok);
+        comm.broadcast(&mut ok, &format!("scatter of Dat `{}`", d.name));
         if ok[0] == 0 {
             return Err(Error::Data(format!(
                 "Dat `{}`: scatter needs {n} values on rank 0 ({} elements x dim {}), got {}",
@@ -218,7 +238,7 @@ impl<T: Scalar> Dat<T> {
                 values.map_or("none".to_string(), |v| v.len().to_string())
             )));
         }
-        comm.broadcast(&mut words);
+        comm.broadcast(&mut words, &format!("scatter of Dat `{}`", d.name));
         let w = d.wdim();
         let local: Vec<u32> = halo
             .global
@@ -235,17 +255,21 @@ impl<T: Scalar> Dat<T> {
     /// on the other ranks; every rank must call it). On one process, the values.
     pub fn gather(&self) -> Result<Option<Vec<T>>> {
         let d = &self.inner;
-        block(d.sync_host(false))?;
+        let read = block(d.sync_host(false));
         let Some(halo) = d.set.as_ref().and_then(|s| s.halo()).cloned() else {
+            read?;
             return d.values().map(Some);
         };
         let ctx = context_of(d)?;
+        // A readback that failed on one rank only fails every rank before the gather.
+        ctx.agree(read, &format!("gather of Dat `{}`", d.name))?;
         let n = d.visible();
         let w = d.wdim();
         let owned = n / w;
         let values: Vec<u32> = d.host.borrow()[..n].to_vec();
-        let index = ctx.0.comm.gather(&halo.global[..owned]);
-        let values = ctx.0.comm.gather(&values);
+        let what = format!("gather of Dat `{}`", d.name);
+        let index = ctx.0.comm.gather(&halo.global[..owned], &what);
+        let values = ctx.0.comm.gather(&values, &what);
         let (Some(index), Some(values)) = (index, values) else {
             return Ok(None);
         };

@@ -37,6 +37,9 @@ pub(crate) struct Inner {
     pub fuse_cache: RefCell<std::collections::HashMap<String, fuse::Cached>>,
     /// The WGSL of the groups the last force ran.
     pub shaders: RefCell<Vec<String>>,
+    /// Lazy mode: Global reductions begun and not yet ended (by the partial value's id).
+    /// Declared before `comm`: dropped (waited for) before MPI can be finalized.
+    pub reductions: RefCell<std::collections::HashMap<u64, crate::dist::Reduction>>,
     /// The ranks this Context shares its mesh with (one process unless made `with_comm`).
     pub comm: crate::dist::Comm,
     /// Per (distributed set, type, dim): the send-list set, map and kernel that pack a halo
@@ -47,8 +50,6 @@ pub(crate) struct Inner {
     /// Lazy mode: values received for HaloSends whose HaloRecv has not run yet (by the
     /// HaloSend's seq).
     pub received: RefCell<std::collections::HashMap<u64, Vec<u32>>>,
-    /// Lazy mode: Global reductions begun and not yet ended (by the partial value's id).
-    pub reductions: RefCell<std::collections::HashMap<u64, crate::dist::Reduction>>,
     /// Test hook: milliseconds to wait before completing each round's receives.
     pub recv_delay_ms: std::cell::Cell<u64>,
     /// The halo skip counters at the last force (explain() reports what changed since).
@@ -129,7 +130,38 @@ impl Context {
     /// One rank of a distributed run on `comm` (see [`crate::dist::Distribution`]).
     #[cfg(not(target_arch = "wasm32"))]
     pub fn with_comm(config: Config, comm: &crate::dist::Comm) -> Result<Context> {
-        pollster::block_on(Context::open(config, comm.clone()))
+        comm.set_timeout(config.comm_timeout_s);
+        // What decides collective calls must be the same on every rank (each reads its own
+        // environment): lazy or eager, checking mode, the trace bound.
+        let decides = {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            std::hash::Hash::hash(&(config.lazy, config.check, config.trace_bound), &mut h);
+            std::hash::Hasher::finish(&h)
+        };
+        let (lo, hi) = comm.min_max(decides, "comparing the ranks' configurations");
+        if lo != hi {
+            return Err(Error::Usage(format!(
+                "rank {} of {}: the ranks' configurations differ in lazy ({}), check ({}) or \
+                 trace_bound ({}); they decide when ranks exchange, so every rank needs the same \
+                 (pass PARLOOP_* to every rank: `mpirun -x PARLOOP_LAZY ...`)",
+                comm.rank(),
+                comm.size(),
+                config.lazy,
+                config.check,
+                config.trace_bound
+            )));
+        }
+        let opened = pollster::block_on(Context::open(config, comm.clone()));
+        // A rank without a device must not leave the others waiting in their first exchange.
+        let failure = opened.as_ref().err().map(ToString::to_string);
+        match (comm.agree(failure.as_deref(), "opening the device"), opened) {
+            (None, c) | (Some(_), c @ Err(_)) => c,
+            (Some((rank, message)), Ok(_)) => Err(Error::Rank(format!(
+                "opening the device: rank {rank} of {} failed, so every rank stops here. On \
+                 rank {rank}: {message}",
+                comm.size()
+            ))),
+        }
     }
     /// Opens the adapter `config` chooses, without blocking (what the browser needs).
     pub async fn new_async(config: Config) -> Result<Context> {
@@ -456,6 +488,20 @@ impl Context {
             .flat_map(|c| c.reads.ids().collect::<Vec<_>>())
             .collect();
         let all: Vec<Rc<LoopRecord>> = selected.into_iter().map(|(c, _)| c).collect();
+        // Work on a distributed set runs on every rank: its outcome is agreed (an error on one
+        // rank is an error on all). Every rank selects the same computations.
+        let collective = self.ranks() > 1
+            && all
+                .iter()
+                .any(|l| !matches!(l.op, Op::Loop) || l.space.set().halo().is_some());
+        // The exchanges of this force, undone on every rank if it fails.
+        let recvs: Vec<(Rc<DataInner>, u64)> = all
+            .iter()
+            .filter_map(|l| match &l.op {
+                Op::HaloRecv { dat, send } => Some((dat.clone(), *send)),
+                _ => None,
+            })
+            .collect();
         let live = crate::trace::live_mask(&all, still_pending.clone());
         let loops: Vec<Rc<LoopRecord>> = all
             .into_iter()
@@ -499,6 +545,18 @@ impl Context {
                 st.device_bytes()
             );
             *self.0.explain.borrow_mut() = text;
+        }
+        if collective {
+            let agreed = self.agree(result, &format!("running the trace ({why})"));
+            if agreed.is_err() {
+                // Every rank forgets this force's exchanges alike: a later loop exchanges again.
+                for (dat, send) in recvs {
+                    dat.halo_valid.set(false);
+                    dat.halo_recv.set(0);
+                    self.0.received.borrow_mut().remove(&send);
+                }
+            }
+            return agreed;
         }
         result
     }

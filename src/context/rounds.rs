@@ -14,6 +14,11 @@
 //! non-blocking allreduce starts) and ends (it is waited for and the result added to the
 //! Global), so a reduction ends only when a loop or the host needs it. Fusion applies inside each submission; no fused group straddles an
 //! exchange. Every rank runs the same rounds, so the messages match.
+//!
+//! An error on this rank (a device error, a failed readback) does not stop the schedule: the
+//! rank runs no more device work but still sends (zeros) and receives every message and joins
+//! every reduction, so that no other rank is left waiting; the force then reports the error
+//! on every rank (`Context::agree`).
 
 use super::*;
 use crate::runtime::exec::combine;
@@ -47,6 +52,13 @@ impl Context {
             .collect();
         let mut done = vec![false; n];
         let mut round = 0;
+        // The first error on this rank; from then on only communication runs.
+        let mut failed: Option<Error> = None;
+        let note = |r: Result<()>, failed: &mut Option<Error>| {
+            if let Err(e) = r {
+                failed.get_or_insert(e);
+            }
+        };
         while done.iter().any(|d| !d) {
             // Loops that wait for nothing the host does.
             let mut avail = vec![false; n];
@@ -64,7 +76,8 @@ impl Context {
                     ));
                 }
                 for k in ready {
-                    self.host_step(&loops[k], text).await?;
+                    let r = self.host_step(&loops[k], text, failed.is_some()).await;
+                    note(r, &mut failed);
                     done[k] = true;
                 }
                 continue;
@@ -102,10 +115,17 @@ impl Context {
                 r
             };
             let packed: Vec<Rc<DataInner>> = sends.iter().map(|s| s.1.clone()).collect();
-            let (e1, r1) = self.run_groups(&pack, &packed, later(false)).await;
-            r1?;
-            let (e2, r2) = self.run_groups(&core, &[], later(true)).await;
-            r2?;
+            let (mut e1, mut e2) = (String::new(), String::new());
+            if failed.is_none() {
+                let r1;
+                (e1, r1) = self.run_groups(&pack, &packed, later(false)).await;
+                note(r1, &mut failed);
+            }
+            if failed.is_none() {
+                let r2;
+                (e2, r2) = self.run_groups(&core, &[], later(true)).await;
+                note(r2, &mut failed);
+            }
             let names =
                 |v: &[Rc<LoopRecord>]| v.iter().map(|l| l.label()).collect::<Vec<_>>().join(", ");
             let _ = if sends.is_empty() {
@@ -122,7 +142,7 @@ impl Context {
                 text.extend(e.lines().map(|l| format!("  {l}\n")));
             }
             let core_done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-            if !core.is_empty() {
+            if !core.is_empty() && failed.is_none() {
                 let flag = core_done.clone();
                 self.0.gpu.queue.on_submitted_work_done(move || {
                     flag.store(true, std::sync::atomic::Ordering::SeqCst)
@@ -133,9 +153,10 @@ impl Context {
                 continue;
             }
             let t0 = crate::util::now_ms();
-            self.send_and_receive(&sends)?;
+            let r = self.send_and_receive(&sends);
+            note(r, &mut failed);
             let took = ((crate::util::now_ms() - t0) * 1e6) as u64;
-            if !core.is_empty() {
+            if !core.is_empty() && failed.is_none() {
                 #[cfg(not(target_arch = "wasm32"))]
                 let _ = self.0.gpu.device.poll(wgpu::PollType::Poll);
                 let done_first = core_done.load(std::sync::atomic::Ordering::SeqCst);
@@ -152,28 +173,47 @@ impl Context {
                     && matches!(loops[k].op, Op::HaloRecv { .. })
                     && deps[k].iter().all(|&j| done[j])
                 {
-                    self.host_step(&loops[k], text).await?;
+                    let r = self.host_step(&loops[k], text, failed.is_some()).await;
+                    note(r, &mut failed);
                     done[k] = true;
                 }
             }
         }
-        runtime::exec::run(&self.0, &[], readback).await
+        match failed {
+            Some(e) => Err(e),
+            None => runtime::exec::run(&self.0, &[], readback).await,
+        }
     }
 
     /// Sends each HaloSend's packed values (read back already) and keeps what the neighbours
     /// sent for the matching HaloRecv.
     fn send_and_receive(&self, sends: &[(Rc<DataInner>, Rc<DataInner>, u64)]) -> Result<()> {
         let t0 = crate::util::now_ms();
+        let mut failed: Option<Error> = None;
         for (dat, packed, seq) in sends {
             let halo = dat
                 .set
                 .as_ref()
                 .and_then(|s| s.halo())
                 .expect("HaloSend on a distributed Dat");
-            let words = packed.host.borrow().clone();
+            // What the neighbours expect, whatever happened here (zeros after an error: the
+            // force fails on every rank anyway).
+            let need: usize = halo.exchanges.iter().map(|x| x.send.len()).sum::<usize>();
+            let mut words = packed.host.borrow().clone();
+            words.resize(need * dat.wdim(), 0);
             packed.alive.set(false);
             let (msgs, recvs) = dist::messages(halo, dat.wdim(), &words);
-            let got = self.0.comm.exchange(&msgs, &recvs)?;
+            let tag = dist::exchange_tag(self.0.rt.borrow().stats.halo_exchanges);
+            let what = || format!("the halo exchange of Dat `{}`", dat.name);
+            // A mismatch is noted and the round's other exchanges still run (the others wait
+            // for them).
+            let got = match self.0.comm.exchange(tag, &what, &msgs, &recvs) {
+                Ok(got) => got,
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    recvs.iter().map(|&(_, n)| vec![0; n]).collect()
+                }
+            };
             let set = dat.set.as_ref().expect("a Dat");
             let (_, halo_words) = dist::halo_words(halo, set, dat.wdim(), got);
             self.0.received.borrow_mut().insert(*seq, halo_words);
@@ -187,14 +227,16 @@ impl Context {
             std::thread::sleep(std::time::Duration::from_millis(delay));
         }
         self.0.rt.borrow_mut().stats.halo_ns += ((crate::util::now_ms() - t0) * 1e6) as u64;
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 
-    /// Runs one computation that happens on the host.
-    async fn host_step(&self, c: &LoopRecord, text: &mut String) -> Result<()> {
+    /// Runs one computation that happens on the host. After an error on this rank
+    /// (`failed`), only its communication runs (the reductions still join the other ranks).
+    async fn host_step(&self, c: &LoopRecord, text: &mut String, failed: bool) -> Result<()> {
         let _ = writeln!(text, "host: {}", c.label());
         match &c.op {
             Op::Loop | Op::HaloSend { .. } => unreachable!("loops run on the device"),
+            Op::HaloRecv { .. } if failed => {}
             Op::HaloRecv { dat, send } => {
                 let words = self.0.received.borrow_mut().remove(send).ok_or_else(|| {
                     Error::Usage(format!("internal: no values received for {}", c.label()))
@@ -208,11 +250,26 @@ impl Context {
             Op::ReduceBegin { local, access } => {
                 // This rank's value is read back and the non-blocking allreduce starts; its
                 // end waits for it only when a loop or the host needs the Global.
-                runtime::exec::run(&self.0, &[], std::slice::from_ref(local)).await?;
-                local.ensure_host_zeros();
-                let words = local.host.borrow().clone();
-                let r = self.0.comm.start_all_reduce(local.dtype, *access, &words);
+                let read = if failed {
+                    Ok(())
+                } else {
+                    runtime::exec::run(&self.0, &[], std::slice::from_ref(local)).await
+                };
+                // After an error on this rank, its share is the identity (the force fails on
+                // every rank, but the Global stays the same everywhere).
+                let words = if failed || read.is_err() {
+                    local.dtype.identity_words(*access).repeat(local.dim)
+                } else {
+                    local.ensure_host_zeros();
+                    local.host.borrow().clone()
+                };
+                let what = format!("the reduction of Global `{}` over the ranks", local.name);
+                let r = self
+                    .0
+                    .comm
+                    .start_all_reduce(local.dtype, *access, &words, &what);
                 self.0.reductions.borrow_mut().insert(local.id, r);
+                read?;
             }
             Op::ReduceEnd {
                 global,
@@ -224,6 +281,7 @@ impl Context {
                     Error::Usage(format!("internal: {} before its begin", c.label()))
                 })?;
                 let mut words = r.finish();
+                local.alive.set(false);
                 if *access == Access::Inc {
                     runtime::exec::run(&self.0, &[], std::slice::from_ref(global)).await?;
                     global.ensure_host_zeros();
@@ -232,7 +290,6 @@ impl Context {
                 *global.host.borrow_mut() = words;
                 global.host_valid.set(true);
                 global.device_valid.set(false);
-                local.alive.set(false);
                 self.0.rt.borrow_mut().stats.global_reductions += 1;
             }
         }

@@ -259,7 +259,10 @@ impl Context {
 fn collision(m: &crate::data::Map, idx: Option<usize>) -> String {
     let a = m.arity();
     let mut first = std::collections::HashMap::new();
-    for (k, &t) in m.values().iter().enumerate() {
+    // The rows a loop can run (a distributed map's other rows may hold placeholders).
+    let from = m.from_set();
+    let rows = from.size() + from.sections().exec_halo;
+    for (k, &t) in m.values()[..rows * a].iter().enumerate() {
         if idx.is_some_and(|j| k % a != j) {
             continue;
         }

@@ -24,4 +24,7 @@ pub struct Halo {
     pub global_size: usize,
     /// The neighbours this set exchanges with, ascending rank.
     pub exchanges: Vec<Exchange>,
+    /// Whether any rank has a halo element of this set (the same on every rank, agreed when
+    /// the mesh was distributed): exchanges are recorded by every rank, or by none.
+    pub shared: bool,
 }

@@ -6,14 +6,17 @@
 //! keeps device buffers, keyed by these objects' ids).
 
 mod arg;
+mod map;
 pub mod halo;
 
 pub(crate) use arg::Via;
 pub use arg::{Arg, Indirect};
+pub(crate) use map::{MapInner, injectivity};
+pub use map::Map;
 
 use crate::error::{Error, Result};
 use crate::types::{Access, DType, Scalar};
-use std::cell::{Cell, OnceCell, RefCell};
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::rc::{Rc, Weak};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -122,6 +125,12 @@ impl Set {
     /// Elements a par_loop over this set computes (core and owned).
     pub fn size(&self) -> usize {
         self.0.sections.core + self.0.sections.owned
+    }
+    /// On a distributed run, the global number of each local element in local order (core,
+    /// owned, exec halo, non-exec halo): what a rank needs to compute its owned values for
+    /// [`crate::Dat::set_data`]. None for a set that was not distributed.
+    pub fn global_ids(&self) -> Option<&[u32]> {
+        self.0.halo.as_ref().map(|h| &h.global[..])
     }
     /// Elements of the whole set: on a distributed run, over all ranks; else `size()`.
     pub fn global_size(&self) -> usize {
@@ -316,145 +325,6 @@ impl From<&Set> for IterSpace {
 impl From<&Subset> for IterSpace {
     fn from(s: &Subset) -> Self {
         IterSpace::Subset(s.clone())
-    }
-}
-
-pub(crate) struct MapInner {
-    pub id: u64,
-    pub name: String,
-    pub from: Set,
-    pub to: Set,
-    pub arity: usize,
-    pub values: Vec<u32>,
-    /// Per index j: whether column j is injective; then whether all columns together are.
-    injective: OnceCell<(Vec<bool>, bool)>,
-}
-
-/// A map from one set to another: `arity` target indices per element.
-#[derive(Clone)]
-pub struct Map(pub(crate) Rc<MapInner>);
-
-impl Map {
-    /// `values` holds `arity` indices into `to` for each element of `from` (halos included);
-    /// every value is checked against the size of `to`.
-    pub fn new(
-        name: impl Into<String>,
-        from: &Set,
-        to: &Set,
-        arity: usize,
-        values: &[u32],
-    ) -> Result<Map> {
-        let name = name.into();
-        let what = || {
-            format!(
-                "Map `{name}` ({} -> {}, arity {arity})",
-                from.name(),
-                to.name()
-            )
-        };
-        if arity == 0 {
-            return Err(Error::Data(format!("{}: arity must be at least 1", what())));
-        }
-        let Some(expected) = from.total().checked_mul(arity) else {
-            return Err(Error::Data(format!(
-                "{}: {} elements x arity {arity} overflow the address space",
-                what(),
-                from.total()
-            )));
-        };
-        if values.len() != expected {
-            return Err(Error::Data(format!(
-                "{}: got {} values, expected {} ({} elements of `{}` x arity {arity})",
-                what(),
-                values.len(),
-                expected,
-                from.total(),
-                from.name()
-            )));
-        }
-        let limit = to.total();
-        if let Some(i) = values.iter().position(|&v| v as usize >= limit) {
-            return Err(Error::Data(format!(
-                "{}: value {} at element {}, index {} is out of range: the target set `{}` has \
-                 {limit} elements (valid values 0..={})",
-                what(),
-                values[i],
-                i / arity,
-                i % arity,
-                to.name(),
-                limit.saturating_sub(1)
-            )));
-        }
-        Ok(Map(Rc::new(MapInner {
-            id: next_id(),
-            name,
-            from: from.clone(),
-            to: to.clone(),
-            arity,
-            values: values.to_vec(),
-            injective: OnceCell::new(),
-        })))
-    }
-    /// The map's name, as given.
-    pub fn name(&self) -> &str {
-        &self.0.name
-    }
-    /// Targets per source element.
-    pub fn arity(&self) -> usize {
-        self.0.arity
-    }
-    /// The set the map goes from (one row of `arity` targets per element).
-    pub fn from_set(&self) -> &Set {
-        &self.0.from
-    }
-    /// The set the targets are elements of.
-    pub fn to_set(&self) -> &Set {
-        &self.0.to
-    }
-    /// The targets, `arity` per source element, row by row.
-    pub fn values(&self) -> &[u32] {
-        &self.0.values
-    }
-    /// A process-wide unique id.
-    pub fn id(&self) -> u64 {
-        self.0.id
-    }
-    /// Whether no two elements share a target at index `idx` (None: over all indices).
-    pub fn injective(&self, idx: Option<usize>) -> bool {
-        let (cols, all) = self.0.injective.get_or_init(|| {
-            let m = &self.0;
-            let n = m.from.total();
-            let mut seen = vec![u32::MAX; m.to.total()];
-            let mut all = true;
-            let cols = (0..m.arity)
-                .map(|j| {
-                    let mut ok = true;
-                    for e in 0..n {
-                        let t = m.values[e * m.arity + j] as usize;
-                        if seen[t] == j as u32 {
-                            ok = false;
-                        }
-                        if seen[t] != u32::MAX && seen[t] != j as u32 {
-                            all = false;
-                        }
-                        seen[t] = j as u32;
-                    }
-                    all &= ok;
-                    ok
-                })
-                .collect();
-            (cols, all)
-        });
-        match idx {
-            Some(j) => cols[j],
-            None => *all,
-        }
-    }
-}
-
-impl std::fmt::Debug for Map {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Map({:?})", self.0.name)
     }
 }
 

@@ -6,9 +6,14 @@ use crate::error::{Error, Result};
 use crate::types::{Access, DType};
 use std::rc::Rc;
 
+/// The default wait for other ranks before a job is aborted (`Config::comm_timeout_s`).
+pub(crate) const DEFAULT_TIMEOUT_S: f64 = 600.0;
+
 /// Which processes a [`crate::Context`] shares its mesh with. Cheap to clone.
 #[derive(Clone)]
-pub struct Comm(Rc<Inner>);
+// The timeout is read by MPI's waits only (not in the browser).
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+pub struct Comm(Rc<Inner>, Rc<std::cell::Cell<f64>>);
 
 enum Inner {
     Single,
@@ -23,7 +28,10 @@ enum Inner {
 impl Comm {
     /// This process alone: rank 0 of 1 (what a Context uses unless given another).
     pub fn single() -> Comm {
-        Comm(Rc::new(Inner::Single))
+        Comm(
+            Rc::new(Inner::Single),
+            Rc::new(std::cell::Cell::new(DEFAULT_TIMEOUT_S)),
+        )
     }
 
     /// MPI's world communicator; initializes MPI, which is finalized when the last clone of
@@ -42,10 +50,13 @@ impl Comm {
         })?;
         let world = universe.world();
         let _ = world.rank();
-        Ok(Comm(Rc::new(Inner::Mpi {
-            world,
-            _universe: universe,
-        })))
+        Ok(Comm(
+            Rc::new(Inner::Mpi {
+                world,
+                _universe: universe,
+            }),
+            Rc::new(std::cell::Cell::new(DEFAULT_TIMEOUT_S)),
+        ))
     }
 
     /// MPI's world when this process was started by an MPI launcher (`mpirun`, `srun`) and
@@ -98,11 +109,33 @@ impl Comm {
         }
     }
 
+    /// How long a wait for other ranks may last before the job is aborted with a message
+    /// naming this rank and what it waits in (`Config::comm_timeout_s`).
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    pub(crate) fn set_timeout(&self, secs: f64) {
+        self.1.set(secs);
+    }
+
+    #[cfg_attr(not(all(feature = "mpi", not(target_arch = "wasm32"))), allow(dead_code))]
+    fn poller<'a>(&self, what: &'a dyn Fn() -> String) -> Poller<'a> {
+        Poller {
+            rank: self.rank(),
+            ranks: self.size(),
+            timeout: self.1.get(),
+            what,
+        }
+    }
+
     /// Sends `sends[k].1` to rank `sends[k].0` and receives `recvs[k].1` words from rank
-    /// `recvs[k].0`, all at once (non-blocking sends and receives, then a wait for all).
-    #[cfg_attr(not(feature = "mpi"), allow(unused_mut))]
+    /// `recvs[k].0`, all at once, with message tag `tag` (non-blocking sends; each receive is
+    /// probed, its length checked, then received). `what` names the exchange in errors: a
+    /// message of the wrong length is an error naming both ranks; a neighbour that never sends
+    /// aborts the job after the timeout, naming this rank and `what`.
+    #[cfg_attr(not(feature = "mpi"), allow(unused_mut, unused_variables))]
     pub(crate) fn exchange(
         &self,
+        tag: u16,
+        what: &dyn Fn() -> String,
         sends: &[(u32, Vec<u32>)],
         recvs: &[(u32, usize)],
     ) -> Result<Vec<Vec<u32>>> {
@@ -117,26 +150,46 @@ impl Comm {
             }
             #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
             Inner::Mpi { world, .. } => {
-                use mpi::request::WaitGuard;
-                use mpi::traits::{Communicator, Destination, Source};
+                use mpi::traits::{Communicator, Destination, Equivalence, Source};
+                let poll = self.poller(what);
+                let tag = mpi::Tag::from(TAG_HALO) + mpi::Tag::from(tag);
+                let mut bad = None;
                 mpi::request::scope(|scope| {
-                    let mut guards = Vec::new();
-                    for (buf, &(q, _)) in out.iter_mut().zip(recvs) {
-                        guards.push(WaitGuard::from(
-                            world
-                                .process_at_rank(q as i32)
-                                .immediate_receive_into(scope, &mut buf[..]),
-                        ));
-                    }
+                    let mut requests = Vec::new();
                     for (q, data) in sends {
-                        guards.push(WaitGuard::from(
-                            world
-                                .process_at_rank(*q as i32)
-                                .immediate_send(scope, &data[..]),
+                        requests.push(world.process_at_rank(*q as i32).immediate_send_with_tag(
+                            scope,
+                            &data[..],
+                            tag,
                         ));
                     }
-                    drop(guards);
+                    for (buf, &(q, n)) in out.iter_mut().zip(recvs) {
+                        let from = world.process_at_rank(q as i32);
+                        let (msg, status) = poll.until(&format!("a message from rank {q}"), || {
+                            from.immediate_matched_probe_with_tag(tag)
+                        });
+                        let count = status.count(u32::equivalent_datatype()) as usize;
+                        if count == n {
+                            msg.matched_receive_into(&mut buf[..]);
+                        } else {
+                            // Drained, so that the sender completes; reported below.
+                            let mut sink = vec![0u32; count];
+                            msg.matched_receive_into(&mut sink[..]);
+                            bad.get_or_insert((q, count, n));
+                        }
+                    }
+                    for r in requests {
+                        poll.request(&format!("the send to a neighbour"), r);
+                    }
                 });
+                if let Some((q, count, n)) = bad {
+                    return Err(Error::Usage(format!(
+                        "{}: rank {} expected {n} words from rank {q} and got {count}: the two \
+                         ranks disagree about the exchange (their programs diverged)",
+                        what(),
+                        self.rank()
+                    )));
+                }
             }
         }
         Ok(out)
@@ -144,8 +197,8 @@ impl Comm {
 
     /// Combines a Global's words over all ranks: the sum (INC), least (MIN) or greatest (MAX)
     /// of each value, for the Global's type (the non-blocking reduction, waited for at once).
-    pub(crate) fn all_reduce(&self, dtype: DType, access: Access, words: &mut [u32]) {
-        let reduced = self.start_all_reduce(dtype, access, words).finish();
+    pub(crate) fn all_reduce(&self, dtype: DType, access: Access, words: &mut [u32], what: &str) {
+        let reduced = self.start_all_reduce(dtype, access, words, what).finish();
         words.copy_from_slice(&reduced);
     }
 
@@ -157,6 +210,7 @@ impl Comm {
         dtype: DType,
         access: Access,
         words: &[u32],
+        what: &str,
     ) -> Reduction {
         match &*self.0 {
             Inner::Single => Reduction(Some(Box::new({
@@ -169,33 +223,68 @@ impl Comm {
                 let op = match access {
                     Access::Min => SystemOperation::min(),
                     Access::Max => SystemOperation::max(),
-                    _ => SystemOperation::sum(),
+                    Access::Inc => SystemOperation::sum(),
+                    Access::Read | Access::Write | Access::Rw => {
+                        unreachable!("only reductions are combined over ranks")
+                    }
                 };
+                let what = what.to_string();
+                let p = (self.rank(), self.size(), self.1.get());
                 Reduction(Some(match dtype {
-                    DType::F32 => start_typed::<f32>(world, words, op),
-                    DType::F64 => start_typed::<f64>(world, words, op),
-                    DType::I32 => start_typed::<i32>(world, words, op),
-                    DType::U32 => start_typed::<u32>(world, words, op),
+                    DType::F32 => start_typed::<f32>(world, words, op, p, what),
+                    DType::F64 => start_typed::<f64>(world, words, op, p, what),
+                    DType::I32 => start_typed::<i32>(world, words, op, p, what),
+                    DType::U32 => start_typed::<u32>(world, words, op, p, what),
                 }))
             }
         }
     }
 
-    /// Every rank's words on rank 0 (in rank order); None on the other ranks.
-    pub(crate) fn gather(&self, words: &[u32]) -> Option<Vec<Vec<u32>>> {
+    /// Every rank's words on rank 0 (in rank order); None on the other ranks. Every rank must
+    /// call it; `what` names it if a rank never does.
+    #[cfg_attr(not(feature = "mpi"), allow(unused_variables))]
+    pub(crate) fn gather(&self, words: &[u32], what: &str) -> Option<Vec<Vec<u32>>> {
         match &*self.0 {
             Inner::Single => Some(vec![words.to_vec()]),
             #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
             Inner::Mpi { world, .. } => {
-                use mpi::traits::{Communicator, Destination, Source};
+                use mpi::traits::{Communicator, Destination, Equivalence, Source};
+                let name = || what.to_string();
+                let poll = self.poller(&name);
+                let tag = mpi::Tag::from(TAG_GATHER);
+                // One message per rank: its length, then its words (never an empty message).
                 if world.rank() == 0 {
                     let mut all = vec![words.to_vec()];
                     for r in 1..world.size() {
-                        all.push(world.process_at_rank(r).receive_vec::<u32>().0);
+                        let from = world.process_at_rank(r);
+                        let (msg, status) = poll.until(&format!("rank {r}'s part"), || {
+                            from.immediate_matched_probe_with_tag(tag)
+                        });
+                        let n = status.count(u32::equivalent_datatype()) as usize;
+                        let mut buf = vec![0u32; n];
+                        msg.matched_receive_into(&mut buf[..]);
+                        if buf.first().map(|&l| l as usize + 1) != Some(n) {
+                            abort_job(&format!(
+                                "rank 0 of {}: {what}: rank {r} sent {n} words, not a length \
+                                 and its values (the ranks' programs diverged)",
+                                world.size()
+                            ));
+                        }
+                        buf.remove(0);
+                        all.push(buf);
                     }
                     Some(all)
                 } else {
-                    world.process_at_rank(0).send(words);
+                    let mut msg = Vec::with_capacity(words.len() + 1);
+                    msg.push(words.len() as u32);
+                    msg.extend_from_slice(words);
+                    mpi::request::scope(|scope| {
+                        let r =
+                            world
+                                .process_at_rank(0)
+                                .immediate_send_with_tag(scope, &msg[..], tag);
+                        poll.request("rank 0 to take this rank's part", r);
+                    });
                     None
                 }
             }
@@ -204,32 +293,186 @@ impl Comm {
 
     /// Rank 0's words in `words` on every rank (all ranks pass the same length).
     #[cfg_attr(not(feature = "mpi"), allow(unused_variables))]
-    pub(crate) fn broadcast(&self, words: &mut [u32]) {
+    pub(crate) fn broadcast(&self, words: &mut [u32], what: &str) {
         match &*self.0 {
             Inner::Single => {}
             #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
             Inner::Mpi { world, .. } => {
                 use mpi::traits::{Communicator, Root};
-                world.process_at_rank(0).broadcast_into(words);
+                let name = || what.to_string();
+                let poll = self.poller(&name);
+                mpi::request::scope(|scope| {
+                    let r = world
+                        .process_at_rank(0)
+                        .immediate_broadcast_into(scope, words);
+                    poll.request("the broadcast", r);
+                });
             }
         }
     }
 
-    /// The same value on every rank (a collective check): the least and greatest over ranks.
-    pub(crate) fn min_max(&self, v: u64) -> (u64, u64) {
+    /// The least and greatest of `v` over the ranks (a collective check).
+    #[cfg_attr(not(feature = "mpi"), allow(unused_variables))]
+    pub(crate) fn min_max(&self, v: u64, what: &str) -> (u64, u64) {
         match &*self.0 {
             Inner::Single => (v, v),
             #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
             Inner::Mpi { world, .. } => {
                 use mpi::collective::SystemOperation;
                 use mpi::traits::CommunicatorCollectives;
-                let (mut lo, mut hi) = (0u64, 0u64);
-                world.all_reduce_into(&v, &mut lo, SystemOperation::min());
-                world.all_reduce_into(&v, &mut hi, SystemOperation::max());
-                (lo, hi)
+                let name = || what.to_string();
+                let poll = self.poller(&name);
+                let (send, mut lo, mut hi) = ([v, u64::MAX - v], [0u64; 2], [0u64; 2]);
+                mpi::request::scope(|scope| {
+                    let r = world.immediate_all_reduce_into(
+                        scope,
+                        &send[..],
+                        &mut lo[..],
+                        SystemOperation::min(),
+                    );
+                    poll.request("the reduction", r);
+                });
+                hi[0] = u64::MAX - lo[1];
+                (lo[0], hi[0])
             }
         }
     }
+
+    /// A collective agreement on a local outcome: every rank passes what went wrong here (None:
+    /// nothing); every rank gets the first failing rank and its message, or None. Every rank
+    /// must call it at the same point.
+    pub(crate) fn agree(&self, failure: Option<&str>, what: &str) -> Option<(usize, String)> {
+        let n = self.size() as u64;
+        if n == 1 {
+            return failure.map(|m| (0, m.to_string()));
+        }
+        let mine = if failure.is_some() {
+            self.rank() as u64
+        } else {
+            n
+        };
+        let (first, _) = self.min_max(mine, what);
+        if first == n {
+            return None;
+        }
+        // The first failing rank's message, to everyone.
+        let text = failure.unwrap_or("").as_bytes();
+        let mut len = [if first == self.rank() as u64 {
+            text.len() as u32
+        } else {
+            0
+        }];
+        self.broadcast_from(first as usize, &mut len, what);
+        let mut words = vec![0u32; (len[0] as usize).div_ceil(4)];
+        if first == self.rank() as u64 {
+            let mut padded = text.to_vec();
+            padded.resize(words.len() * 4, 0);
+            words.copy_from_slice(&bytemuck::pod_collect_to_vec::<u8, u32>(&padded));
+        }
+        self.broadcast_from(first as usize, &mut words, what);
+        let bytes: Vec<u8> = bytemuck::cast_slice(&words)[..len[0] as usize].to_vec();
+        Some((first as usize, String::from_utf8_lossy(&bytes).into_owned()))
+    }
+
+    /// `root`'s words in `words` on every rank.
+    #[cfg_attr(not(feature = "mpi"), allow(unused_variables))]
+    fn broadcast_from(&self, root: usize, words: &mut [u32], what: &str) {
+        match &*self.0 {
+            Inner::Single => {}
+            #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
+            Inner::Mpi { world, .. } => {
+                use mpi::traits::{Communicator, Root};
+                let name = || what.to_string();
+                let poll = self.poller(&name);
+                mpi::request::scope(|scope| {
+                    let r = world
+                        .process_at_rank(root as i32)
+                        .immediate_broadcast_into(scope, words);
+                    poll.request("the broadcast of an error", r);
+                });
+            }
+        }
+    }
+}
+
+/// Message tags by purpose (MPI guarantees tags up to 32767): the gather, and halo exchanges
+/// from `TAG_HALO` up (the exchange's sequence number modulo 30000 is added).
+#[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
+const TAG_GATHER: u16 = 1;
+#[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
+const TAG_HALO: u16 = 1000;
+
+/// Waits for other ranks by polling, up to a deadline; past it, the job is aborted with a
+/// message naming this rank and what it waited in (MPI has no way to cancel a collective, and
+/// the other ranks are stuck too).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+struct Poller<'a> {
+    rank: usize,
+    ranks: usize,
+    timeout: f64,
+    what: &'a dyn Fn() -> String,
+}
+
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+impl Poller<'_> {
+    fn until<T>(&self, detail: &str, mut step: impl FnMut() -> Option<T>) -> T {
+        let t0 = std::time::Instant::now();
+        let mut spins = 0u32;
+        loop {
+            if let Some(v) = step() {
+                return v;
+            }
+            spins += 1;
+            if spins < 2000 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+            if t0.elapsed().as_secs_f64() > self.timeout {
+                abort_job(&format!(
+                    "rank {} of {} waited {:.0} s in {} for {detail}; the other ranks did not \
+                     join it: a rank failed or stopped, or the ranks issued different \
+                     collective calls (every rank must make the same par_loops and host \
+                     accesses in the same order; see README.md, \"Distributed runs\"). \
+                     PARLOOP_COMM_TIMEOUT sets the limit",
+                    self.rank,
+                    self.ranks,
+                    self.timeout,
+                    (self.what)()
+                ));
+            }
+        }
+    }
+
+    #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
+    fn request<'a, D: ?Sized, S: mpi::request::Scope<'a>>(
+        &self,
+        detail: &str,
+        r: mpi::request::Request<'a, D, S>,
+    ) {
+        let mut r = Some(r);
+        self.until(detail, || {
+            match r.take().expect("polled until done").test() {
+                Ok(_) => Some(()),
+                Err(back) => {
+                    r = Some(back);
+                    None
+                }
+            }
+        });
+    }
+}
+
+/// Prints why and aborts every rank of the job.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+fn abort_job(why: &str) -> ! {
+    eprintln!("parloop: {why}; aborting the job");
+    #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
+    // SAFETY: MPI is initialised (a Comm::world exists to poll on); MPI_Abort does not return.
+    unsafe {
+        mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, 3);
+    }
+    std::process::abort()
 }
 
 impl std::fmt::Debug for Comm {
@@ -258,12 +501,15 @@ impl Drop for Reduction {
 }
 
 /// MPI_Iallreduce on buffers that live until the request completes; the returned closure
-/// waits, frees them and converts the result to words.
+/// waits (polling, up to the timeout in `p`: rank, ranks, seconds), frees them and converts the
+/// result to words.
 #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
 fn start_typed<T>(
     world: &mpi::topology::SimpleCommunicator,
     words: &[u32],
     op: mpi::collective::SystemOperation,
+    (rank, ranks, timeout): (usize, usize, f64),
+    what: String,
 ) -> Box<dyn FnOnce() -> Vec<u32>>
 where
     T: mpi::datatype::Equivalence + bytemuck::Pod + Default + 'static,
@@ -280,8 +526,15 @@ where
         world.immediate_all_reduce_into(mpi::request::StaticScope, &*send, &mut *recv, op)
     };
     Box::new(move || {
-        request.wait();
-        // SAFETY: the request has completed and was consumed by `wait`: MPI no longer uses
+        let name = || what.clone();
+        let poll = Poller {
+            rank,
+            ranks,
+            timeout,
+            what: &name,
+        };
+        poll.request("the other ranks' values", request);
+        // SAFETY: the request has completed and was consumed by `test`: MPI no longer uses
         // the buffers and no reference to them remains.
         let (send, recv) = unsafe { (Box::from_raw(send), Box::from_raw(recv)) };
         drop(send);

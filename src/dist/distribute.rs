@@ -180,7 +180,33 @@ impl Distribution {
     /// Partitions `primary` with `partitioner`, derives the owners of the other sets through
     /// the maps, and builds this rank's part. Every rank must call it with the same
     /// declarations.
+    ///
+    /// Collective: an error on any rank (a bad partition, METIS failing on rank 0) is an
+    /// error on every rank, naming the rank where it arose.
     pub fn distribute(self, primary: GlobalSet, partitioner: Partitioner) -> Result<Distributed> {
+        let ctx = self.ctx.clone();
+        // The user's owners must be the same on every rank (a hash compared over the ranks).
+        if let Partitioner::Owners(o) = &partitioner {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            std::hash::Hash::hash(o, &mut h);
+            let what = "comparing the ranks' partitions";
+            let (lo, hi) = ctx.comm().min_max(std::hash::Hasher::finish(&h), what);
+            if lo != hi {
+                return Err(Error::Data(format!(
+                    "distributing the mesh: rank {} of {} was given owners that differ from \
+                     another rank's: Partitioner::Owners must hold the same partition on every \
+                     rank",
+                    ctx.rank(),
+                    ctx.ranks()
+                )));
+            }
+        }
+        let part = self.distribute_here(primary, partitioner);
+        ctx.agree(part, "distributing the mesh")
+    }
+
+    /// This rank's part, before the ranks agree that every part was built.
+    fn distribute_here(self, primary: GlobalSet, partitioner: Partitioner) -> Result<Distributed> {
         let ranks = self.ctx.ranks();
         let rank = self.ctx.rank() as u32;
         let sizes: Vec<(&str, usize)> = self.sets.iter().map(|(n, s)| (n.as_str(), *s)).collect();
@@ -202,13 +228,17 @@ impl Distribution {
             Partitioner::KWay if ranks == 1 => vec![0; sizes[primary.0].1],
             #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
             Partitioner::KWay => {
-                // Computed on rank 0 and sent to all, so every rank has the same partition.
-                let mut owners = if rank == 0 {
-                    super::kway::kway(&xadj, &adjncy, ranks)?
+                // Computed on rank 0 and sent to all, so every rank has the same partition; a
+                // failure on rank 0 reaches every rank first.
+                let owners = if rank == 0 {
+                    super::kway::kway(&xadj, &adjncy, ranks)
                 } else {
-                    vec![0; sizes[primary.0].1]
+                    Ok(vec![0; sizes[primary.0].1])
                 };
-                self.ctx.comm().broadcast(&mut owners);
+                let mut owners = self.ctx.agree(owners, "partitioning with METIS")?;
+                self.ctx
+                    .comm()
+                    .broadcast(&mut owners, "the broadcast of METIS's partition");
                 owners
             }
             #[cfg(not(all(feature = "mpi", not(target_arch = "wasm32"))))]
@@ -226,12 +256,14 @@ impl Distribution {
         let owners = derive_owners(&sizes, &specs, primary.0, owners0, ranks)
             .map_err(|e| Error::Data(format!("distributing the mesh: {e}")))?;
         let part = local_part(&sizes, &specs, &owners, rank);
+        let shared = super::shared_sets(sizes.len(), &specs, &owners);
         let sets: Vec<Set> = part
             .sets
             .iter()
             .zip(&part.exchanges)
             .zip(&sizes)
-            .map(|((ls, ex), &(name, global_size))| {
+            .enumerate()
+            .map(|(k, ((ls, ex), &(name, global_size)))| {
                 Set::distributed(
                     name,
                     ls.sections,
@@ -239,6 +271,7 @@ impl Distribution {
                         global: ls.global.clone(),
                         global_size,
                         exchanges: ex.clone(),
+                        shared: shared[k],
                     },
                 )
             })
@@ -246,9 +279,10 @@ impl Distribution {
         let maps = self
             .maps
             .iter()
-            .zip(&part.maps)
-            .map(|((name, from, to, arity, _), local)| {
-                Map::new(name, &sets[*from], &sets[*to], *arity, local)
+            .zip(part.maps)
+            .map(|((name, from, to, arity, values), local)| {
+                let injective = crate::data::injectivity(values, *arity, sizes[*to].1);
+                Map::distributed(name, &sets[*from], &sets[*to], *arity, local, injective)
             })
             .collect::<Result<Vec<Map>>>()?;
         let dats = self

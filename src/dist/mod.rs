@@ -26,6 +26,7 @@ mod kway;
 mod tests;
 
 pub use comm::Comm;
+pub(crate) use comm::DEFAULT_TIMEOUT_S;
 pub(crate) use comm::Reduction;
 pub use distribute::{Distributed, Distribution, GlobalDat, GlobalMap, GlobalSet, Partitioner};
 
@@ -228,6 +229,45 @@ pub(crate) fn derive_owners(
             })
         })
         .collect()
+}
+
+/// Per set, whether some rank holds a halo element of it. An element is in a rank's exec halo
+/// when it reaches an element that rank owns while owned elsewhere (a map row crossing owners);
+/// a target is in a rank's non-exec halo when an element that rank owns or runs as exec halo
+/// reaches it and the rank does not own it. Computed from the global mesh, so every rank gets
+/// the same answer without a message.
+pub(crate) fn shared_sets(nsets: usize, maps: &[MapSpec], owners: &[Vec<u32>]) -> Vec<bool> {
+    let mut shared = vec![false; nsets];
+    // Per set, per element: the ranks that run it as exec halo (few: a sorted small list).
+    let mut exec: Vec<Vec<Vec<u32>>> = owners.iter().map(|o| vec![Vec::new(); o.len()]).collect();
+    for m in maps {
+        for (e, row) in m.values.chunks(m.arity.max(1)).enumerate() {
+            let o = owners[m.from][e];
+            for &t in row {
+                let ot = owners[m.to][t as usize];
+                if ot != o {
+                    shared[m.from] = true;
+                    shared[m.to] = true;
+                    if let Err(at) = exec[m.from][e].binary_search(&ot) {
+                        exec[m.from][e].insert(at, ot);
+                    }
+                }
+            }
+        }
+    }
+    // Targets of exec-halo elements that the running rank does not own.
+    for m in maps {
+        for (e, row) in m.values.chunks(m.arity.max(1)).enumerate() {
+            let runs = &exec[m.from][e];
+            if runs
+                .iter()
+                .any(|&r| row.iter().any(|&t| owners[m.to][t as usize] != r))
+            {
+                shared[m.to] = true;
+            }
+        }
+    }
+    shared
 }
 
 /// One rank's part of one set.

@@ -61,6 +61,10 @@ pub(crate) fn run_group(g: &Group) -> Result<u64> {
             .map(|a| vec![0; a.width() * a.data.dtype.words()])
             .collect();
         let positions = lp.space.len();
+        // Elements past the owned ones (a distributed set's exec halo) run for the Dats they
+        // increment, but add nothing to Globals: their owner counts them (as the shaders'
+        // `pl_e < pl.owned` guard).
+        let owned = lp.space.set().size();
         for p in 0..positions {
             let e = lp.space.element(p);
             // Gather.
@@ -89,7 +93,7 @@ pub(crate) fn run_group(g: &Group) -> Result<u64> {
             });
             // Scatter.
             for (i, a) in lp.args.iter().enumerate() {
-                if !a.access.writes() {
+                if !a.access.writes() || (matches!(a.via, Via::Global) && e >= owned) {
                     continue;
                 }
                 let dim = a.data.wdim();

@@ -70,6 +70,40 @@ fn run<T: bytemuck::Pod>(np: usize, worker: &str, env: &[(&str, &str)]) -> Vec<T
     bytemuck::pod_collect_to_vec(&bytes)
 }
 
+/// Runs the worker test `worker` on `np` ranks and returns whether the job succeeded, with
+/// its standard error (for jobs that must fail).
+pub fn mpirun_status(np: usize, worker: &str, env: &[(&str, &str)]) -> (bool, String) {
+    let out = std::env::temp_dir().join(format!(
+        "parloop-mpi-{worker}-{np}-{}.bin",
+        std::process::id()
+    ));
+    let exe = std::env::current_exe().unwrap();
+    let output = Command::new("mpirun")
+        .args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-np",
+            &np.to_string(),
+        ])
+        .arg(&exe)
+        .args([
+            "--exact",
+            worker,
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("MPI_TEST_OUT", &out)
+        .envs(env.iter().copied())
+        .output()
+        .expect("mpirun (Open MPI) on the PATH");
+    let _ = std::fs::remove_file(&out);
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
 /// In a worker (under mpirun): where rank 0 writes its result. A panic on one rank aborts
 /// the process, so that mpirun ends the job instead of leaving the other ranks waiting in a
 /// collective.

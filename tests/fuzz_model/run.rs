@@ -1,6 +1,7 @@
 //! Runs one fuzz case: the random program on parloop and on the model side by side, comparing
 //! every value the program reads (mid-program forces and, at the end, every live object).
 
+use super::program::{ArgT, ViaT};
 use super::template::{TArg, Template};
 use super::*;
 
@@ -14,8 +15,10 @@ pub fn run_case(case: &Case) -> Result<(), String> {
     for l in 0..nloops {
         // Consts that change between loops.
         if w.rng.chance(0.4) {
-            w.fzk = w.rng.below(21) as i32 - 10;
-            w.ctx.constant("fzk", w.fzk).map_err(|e| e.to_string())?;
+            w.obj.fzk = w.rng.below(21) as i32 - 10;
+            w.ctx
+                .constant("fzk", w.obj.fzk)
+                .map_err(|e| e.to_string())?;
         }
         // A temporary: made now, dropped a few loops later (maybe before it is ever forced).
         if w.rng.chance(0.2) {
@@ -23,48 +26,21 @@ pub fn run_case(case: &Case) -> Result<(), String> {
         }
         let space = w.rng.below(4);
         let set = space % 2;
-        let args = w.pick_args(set);
+        let args = w.obj.pick_args(&mut w.rng, set);
         if args.is_empty() {
             continue;
         }
-        let template = Template {
-            k: w.rng.below(11) as i32 - 5,
-            uses_const: w.rng.chance(0.5),
-            args: args
-                .iter()
-                .map(|a| TArg {
-                    dtype: w.dtype(a),
-                    width: w.width(a),
-                    access: a.access,
-                    c: w.rng.below(5) as i32 - 2,
-                    m: w.rng.below(7) as i32 - 3,
-                    d: w.rng.below(9) as i32 - 4,
-                })
-                .collect(),
-        };
+        let template = w.obj.template(&mut w.rng, &args);
         // Kernel names from a small pool: one name with two sources in one force must split.
         let name = names[w.rng.below(3)];
         w.kernels += 1;
-        let kernel = if w.rng.chance(0.12) {
-            let (t, fzk) = (template.clone(), w.fzk);
-            Kernel::host(name, move |h: &mut HostArgs| {
-                let mut vals: Vec<Vec<u32>> = (0..t.args.len())
-                    .map(|i| h.get::<u32>(i).to_vec())
-                    .collect();
-                t.eval(fzk, &mut vals);
-                for (i, v) in vals.iter().enumerate() {
-                    h.get_mut::<u32>(i).copy_from_slice(v);
-                }
-            })
-        } else {
-            Kernel::new(name, template.wgsl(name))
-        };
+        let kernel = w.obj.kernel(&mut w.rng, name, &template);
         let elements: Vec<u32> = if space < 2 {
             (0..w.sets[set].size() as u32).collect()
         } else {
             w.subsets[set].1.clone()
         };
-        let pargs: Vec<Arg> = args.iter().map(|a| w.arg(a)).collect();
+        let pargs: Vec<Arg> = args.iter().map(|a| w.obj.arg(a)).collect();
         let result = if space < 2 {
             w.ctx.par_loop(&kernel, &w.sets[set], &pargs)
         } else {
@@ -79,7 +55,8 @@ pub fn run_case(case: &Case) -> Result<(), String> {
             );
         }
         result.map_err(|e| format!("loop {l}: {e}"))?;
-        w.apply(&template, &elements, &args);
+        w.obj
+            .apply(&template, elements.iter().map(|&e| e as usize), &args);
         drop(kernel);
         // A mid-program read of one object.
         if w.rng.chance(0.25) {
@@ -87,12 +64,12 @@ pub fn run_case(case: &Case) -> Result<(), String> {
         }
         // Drop a temporary (its buffer returns to the pool at the next force).
         if w.rng.chance(0.15) {
-            let live: Vec<usize> = (0..w.dats.len())
-                .filter(|&d| w.dats[d].handle.is_some())
+            let live: Vec<usize> = (0..w.obj.dats.len())
+                .filter(|&d| w.obj.dats[d].handle.is_some())
                 .collect();
             if live.len() > 2 {
                 let d = live[w.rng.below(live.len())];
-                w.dats[d].handle = None;
+                w.obj.dats[d].handle = None;
             }
         }
         // A Map and a Dat made, used, read and dropped between forces; then a Dat whose
@@ -101,10 +78,10 @@ pub fn run_case(case: &Case) -> Result<(), String> {
             transient_map_and_dat(&mut w, l)?;
         }
     }
-    for d in 0..w.dats.len() {
+    for d in 0..w.obj.dats.len() {
         check_dat(&w, d, "at the end")?;
     }
-    for g in 0..w.globals.len() {
+    for g in 0..w.obj.globals.len() {
         check_global(&w, g, "at the end")?;
     }
     Ok(())
@@ -112,13 +89,13 @@ pub fn run_case(case: &Case) -> Result<(), String> {
 
 fn check_one(w: &World, l: usize) -> Result<(), String> {
     let at = format!("after loop {l}");
-    let n = w.dats.len() + w.globals.len();
-    let mut rng = Rng::new(l as u64 ^ (w.dats.len() as u64 * 31));
+    let n = w.obj.dats.len() + w.obj.globals.len();
+    let mut rng = Rng::new(l as u64 ^ (w.obj.dats.len() as u64 * 31));
     let i = rng.below(n);
-    if i < w.dats.len() {
+    if i < w.obj.dats.len() {
         check_dat(w, i, &at)
     } else {
-        check_global(w, i - w.dats.len(), &at)
+        check_global(w, i - w.obj.dats.len(), &at)
     }
 }
 
@@ -129,7 +106,7 @@ fn transient_map_and_dat(w: &mut World, l: usize) -> Result<(), String> {
         .map(|_| w.rng.below(nnodes) as u32)
         .collect();
     w.add_map(&format!("tm{l}"), 0, 1, 2, values);
-    let m = w.maps.len() - 1;
+    let m = w.obj.maps.len() - 1;
     let d = w.add_dat_on(&format!("td{l}"), 1, DType::F32, 1);
     let args = [ArgT {
         data: d,
@@ -149,15 +126,15 @@ fn transient_map_and_dat(w: &mut World, l: usize) -> Result<(), String> {
         }],
     };
     let kernel = Kernel::new("fz_t", template.wgsl("fz_t"));
-    let pargs: Vec<Arg> = args.iter().map(|a| w.arg(a)).collect();
+    let pargs: Vec<Arg> = args.iter().map(|a| w.obj.arg(a)).collect();
     w.ctx
         .par_loop(&kernel, &w.sets[0], &pargs)
         .map_err(|e| format!("transient loop {l}: {e}"))?;
-    let all: Vec<u32> = (0..ncells as u32).collect();
-    w.apply(&template, &all, &args);
+    let all = 0..ncells;
+    w.obj.apply(&template, all, &args);
     check_dat(w, d, &format!("transient Dat after loop {l}"))?;
-    w.maps[m].map = None;
-    w.dats[d].handle = None;
+    w.obj.maps[m].map = None;
+    w.obj.dats[d].handle = None;
     // Same size class as the dropped Map's buffer (2 words per cell), uploaded from the host.
     w.add_dat_on(&format!("tc{l}"), 0, DType::F32, 2);
     Ok(())
@@ -165,22 +142,10 @@ fn transient_map_and_dat(w: &mut World, l: usize) -> Result<(), String> {
 
 /// Reads a live Dat (forcing the trace) and compares it with the model, exactly.
 fn check_dat(w: &World, d: usize, at: &str) -> Result<(), String> {
-    let dt = &w.dats[d];
+    let dt = &w.obj.dats[d];
     let Some(h) = &dt.handle else { return Ok(()) };
-    let (name, got): (String, Vec<u32>) = match h {
-        AnyDat::F(x) => (
-            x.name().into(),
-            bytemuck::cast_slice(&x.data_ro().map_err(|e| e.to_string())?).to_vec(),
-        ),
-        AnyDat::U(x) => (
-            x.name().into(),
-            x.data_ro().map_err(|e| e.to_string())?.to_vec(),
-        ),
-        AnyDat::I(x) => (
-            x.name().into(),
-            bytemuck::cast_slice(&x.data_ro().map_err(|e| e.to_string())?).to_vec(),
-        ),
-    };
+    let name = h.name();
+    let got = h.values().map_err(|e| e.to_string())?;
     compare(
         &format!("Dat `{name}` ({:?}, dim {}) {at}", dt.dtype, dt.dim),
         dt.dtype,
@@ -191,12 +156,8 @@ fn check_dat(w: &World, d: usize, at: &str) -> Result<(), String> {
 }
 
 fn check_global(w: &World, g: usize, at: &str) -> Result<(), String> {
-    let gt = &w.globals[g];
-    let got: Vec<u32> = match &gt.handle {
-        AnyGlobal::F(x) => bytemuck::cast_slice(&x.value().map_err(|e| e.to_string())?).to_vec(),
-        AnyGlobal::U(x) => x.value().map_err(|e| e.to_string())?,
-        AnyGlobal::I(x) => bytemuck::cast_slice(&x.value().map_err(|e| e.to_string())?).to_vec(),
-    };
+    let gt = &w.obj.globals[g];
+    let got = gt.handle.value().map_err(|e| e.to_string())?;
     compare(
         &format!("Global g{g} ({:?}) {at}", gt.dtype),
         gt.dtype,

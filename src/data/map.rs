@@ -1,0 +1,190 @@
+//! Maps between sets: values checked when made, injectivity computed once (or given, for a
+//! rank's part of a distributed map).
+
+use super::{Set, next_id};
+use crate::error::{Error, Result};
+use std::cell::OnceCell;
+use std::rc::Rc;
+
+pub(crate) struct MapInner {
+    pub id: u64,
+    pub name: String,
+    pub from: Set,
+    pub to: Set,
+    pub arity: usize,
+    pub values: Vec<u32>,
+    /// Per index j: whether column j is injective; then whether all columns together are.
+    injective: OnceCell<(Vec<bool>, bool)>,
+}
+
+/// A map from one set to another: `arity` target indices per element.
+#[derive(Clone)]
+pub struct Map(pub(crate) Rc<MapInner>);
+
+impl Map {
+    /// `values` holds `arity` indices into `to` for each element of `from` (halos included);
+    /// every value is checked against the size of `to`.
+    pub fn new(
+        name: impl Into<String>,
+        from: &Set,
+        to: &Set,
+        arity: usize,
+        values: &[u32],
+    ) -> Result<Map> {
+        let name = name.into();
+        let what = || {
+            format!(
+                "Map `{name}` ({} -> {}, arity {arity})",
+                from.name(),
+                to.name()
+            )
+        };
+        if arity == 0 {
+            return Err(Error::Data(format!("{}: arity must be at least 1", what())));
+        }
+        let Some(expected) = from.total().checked_mul(arity) else {
+            return Err(Error::Data(format!(
+                "{}: {} elements x arity {arity} overflow the address space",
+                what(),
+                from.total()
+            )));
+        };
+        if values.len() != expected {
+            return Err(Error::Data(format!(
+                "{}: got {} values, expected {} ({} elements of `{}` x arity {arity})",
+                what(),
+                values.len(),
+                expected,
+                from.total(),
+                from.name()
+            )));
+        }
+        let limit = to.total();
+        if let Some(i) = values.iter().position(|&v| v as usize >= limit) {
+            return Err(Error::Data(format!(
+                "{}: value {} at element {}, index {} is out of range: the target set `{}` has \
+                 {limit} elements (valid values 0..={})",
+                what(),
+                values[i],
+                i / arity,
+                i % arity,
+                to.name(),
+                limit.saturating_sub(1)
+            )));
+        }
+        Ok(Map(Rc::new(MapInner {
+            id: next_id(),
+            name,
+            from: from.clone(),
+            to: to.clone(),
+            arity,
+            values: values.to_vec(),
+            injective: OnceCell::new(),
+        })))
+    }
+    /// One rank's part of a distributed map (built by `dist`): the rows its loops can run
+    /// (core, owned and exec halo) are checked; the non-exec-halo rows, whose targets need not
+    /// be on this rank, are never run and are stored as given. Injectivity is the global map's
+    /// (`injective`), so every rank allows or refuses the same loops.
+    pub(crate) fn distributed(
+        name: &str,
+        from: &Set,
+        to: &Set,
+        arity: usize,
+        values: Vec<u32>,
+        injective: (Vec<bool>, bool),
+    ) -> Result<Map> {
+        let run = from.size() + from.sections().exec_halo;
+        let limit = to.total();
+        if let Some(i) = values[..run * arity]
+            .iter()
+            .position(|&v| v as usize >= limit)
+        {
+            return Err(Error::Data(format!(
+                "Map `{name}`: local value {} at local element {}, index {} is outside this \
+                 rank's part of `{}` ({limit} elements): internal error in the distribution",
+                values[i],
+                i / arity,
+                i % arity,
+                to.name()
+            )));
+        }
+        Ok(Map(Rc::new(MapInner {
+            id: next_id(),
+            name: name.to_string(),
+            from: from.clone(),
+            to: to.clone(),
+            arity,
+            values,
+            injective: OnceCell::from(injective),
+        })))
+    }
+    /// The map's name, as given.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+    /// Targets per source element.
+    pub fn arity(&self) -> usize {
+        self.0.arity
+    }
+    /// The set the map goes from (one row of `arity` targets per element).
+    pub fn from_set(&self) -> &Set {
+        &self.0.from
+    }
+    /// The set the targets are elements of.
+    pub fn to_set(&self) -> &Set {
+        &self.0.to
+    }
+    /// The targets, `arity` per source element, row by row.
+    pub fn values(&self) -> &[u32] {
+        &self.0.values
+    }
+    /// A process-wide unique id.
+    pub fn id(&self) -> u64 {
+        self.0.id
+    }
+    /// Whether no two elements share a target at index `idx` (None: over all indices).
+    pub fn injective(&self, idx: Option<usize>) -> bool {
+        let m = &self.0;
+        let (cols, all) = m
+            .injective
+            .get_or_init(|| injectivity(&m.values, m.arity, m.to.total()));
+        match idx {
+            Some(j) => cols[j],
+            None => *all,
+        }
+    }
+}
+
+/// Per index j whether column j of a map's `values` is injective, then whether all columns
+/// together are (targets below `targets`).
+pub(crate) fn injectivity(values: &[u32], arity: usize, targets: usize) -> (Vec<bool>, bool) {
+    let n = values.len() / arity.max(1);
+    let mut seen = vec![u32::MAX; targets];
+    let mut all = true;
+    let cols = (0..arity)
+        .map(|j| {
+            let mut ok = true;
+            for e in 0..n {
+                let t = values[e * arity + j] as usize;
+                if seen[t] == j as u32 {
+                    ok = false;
+                }
+                if seen[t] != u32::MAX && seen[t] != j as u32 {
+                    all = false;
+                }
+                seen[t] = j as u32;
+            }
+            all &= ok;
+            ok
+        })
+        .collect();
+    (cols, all)
+}
+
+impl std::fmt::Debug for Map {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Map({:?})", self.0.name)
+    }
+}
+
