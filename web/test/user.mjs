@@ -165,6 +165,33 @@ try {
   await page.waitForTimeout(1000);
   check(colours(await shot()) >= 50, "a Gmsh disk dropped on the canvas runs and draws");
   await noMessage("the dropped disk");
+  // Malformed files dropped on the canvas: each is refused with its reason (the readers never
+  // panic, which in wasm would kill the page), and the page goes on running.
+  const malformed = {
+    "huge.msh": "$MeshFormat\n4.1 0 18446744073709551615\n$EndMeshFormat\n",
+    "datasize.msh": "$MeshFormat\n4.1 1 3\n$EndMeshFormat\n",
+    "count.msh": "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n18446744073709551614\n$EndNodes\n",
+    "cut.msh": disk.slice(0, Math.floor(disk.length / 2)),
+  };
+  for (const [name, text] of Object.entries(malformed)) {
+    const bad = await page.evaluateHandle(([t, n]) => {
+      const d = new DataTransfer();
+      d.items.add(new File([t], n));
+      return d;
+    }, [text, name]);
+    await page.dispatchEvent("#canvas", "drop", { dataTransfer: bad });
+    await page.locator("#message").waitFor({ state: "visible", timeout: 30_000 });
+    const why = await page.locator("#message").textContent();
+    check(why.includes(name) && !/panic/.test(why), `a malformed ${name} is refused with its reason (${why})`);
+    errors.length = 0; // that error was the point
+    await page.click("#reset");
+    await page.waitForTimeout(500);
+    const hidden = await page.locator("#message").isHidden();
+    const before = await steps();
+    const runs = await page.waitForFunction((b) => Number(document.getElementById("steps").textContent) > b, before, { timeout: 60_000 })
+      .then(() => true, () => false);
+    check(hidden && runs, `after ${name} the page runs again (message hidden: ${hidden}, steps from ${before}: ${await steps()})`);
+  }
   const dpf = await page.locator("#dpf").textContent();
   check(/per step/.test(await page.locator("#dpf-why").textContent()), `the dispatches are explained (${dpf}: ${await page.locator("#dpf-why").textContent()})`);
 
