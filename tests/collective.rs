@@ -341,11 +341,18 @@ fn exec_only_halo_worker() {
     let (cells, nodes, tags) = (d.set("cells", 8), d.set("nodes", 9), d.set("tags", 8));
     let c2n: Vec<u32> = (0..8).flat_map(|c| [c, c + 1]).collect();
     let c2n = d.map("c2n", cells, nodes, 2, &c2n).unwrap();
-    let c2t = d.map("c2t", cells, tags, 1, &(0..8).collect::<Vec<u32>>()).unwrap();
+    let c2t = d
+        .map("c2t", cells, tags, 1, &(0..8).collect::<Vec<u32>>())
+        .unwrap();
     let p = d.distribute(cells, Partitioner::Block).unwrap();
     let (cells, nodes, tags) = (p.set(cells), p.set(nodes), p.set(tags));
     let (c2n, c2t) = (p.map(c2n), p.map(c2t));
-    let ids: Vec<f32> = tags.global_ids().unwrap().iter().map(|&g| g as f32 + 1.0).collect();
+    let ids: Vec<f32> = tags
+        .global_ids()
+        .unwrap()
+        .iter()
+        .map(|&g| g as f32 + 1.0)
+        .collect();
     let ids = ctx.dat("ids", &tags, 1, &ids).unwrap();
     let t = ctx.dat_zeros::<f32>("t", &tags, 1).unwrap();
     let w = ctx.dat_zeros::<f32>("w", &nodes, 1).unwrap();
@@ -353,7 +360,8 @@ fn exec_only_halo_worker() {
         "copy",
         "fn copy(i: ptr<function, array<f32, 1>>, t: ptr<function, array<f32, 1>>) { (*t)[0] = (*i)[0]; }",
     );
-    ctx.par_loop(&copy, &tags, &[ids.read(), t.write()]).unwrap();
+    ctx.par_loop(&copy, &tags, &[ids.read(), t.write()])
+        .unwrap();
     let spread = Kernel::new(
         "spread",
         "fn spread(t: ptr<function, array<f32, 1>>, w: ptr<function, array<f32, 2>>) {

@@ -86,7 +86,11 @@ fn dist_fuzz_worker() {
             let mut w = dist_fuzz_model::World::new(ctx, seed)?;
             w.run().map_err(|e| format!("{e} ({})", w.describe))
         }));
-        let how = format!("{}, trace bound {}", case.describe(), config(&case).trace_bound);
+        let how = format!(
+            "{}, trace bound {}",
+            case.describe(),
+            config(&case).trace_bound
+        );
         let line = match result {
             Ok(Ok(())) => format!("ok {seed}"),
             Ok(Err(e)) => format!("fail {seed} {how}: {e}"),

@@ -320,7 +320,10 @@ impl Context {
         {
             let d = &a.data;
             let read = block(d.sync_host(false));
-            self.agree(read, &format!("reading Global `{}` before its reduction", d.name))?;
+            self.agree(
+                read,
+                &format!("reading Global `{}` before its reduction", d.name),
+            )?;
             let mut words = d.host.borrow().clone();
             let what = format!("the reduction of Global `{}` over the ranks", d.name);
             self.0.comm.all_reduce(d.dtype, a.access, &mut words, &what);

@@ -187,4 +187,3 @@ impl std::fmt::Debug for Map {
         write!(f, "Map({:?})", self.0.name)
     }
 }
-

@@ -6,13 +6,13 @@
 //! keeps device buffers, keyed by these objects' ids).
 
 mod arg;
-mod map;
 pub mod halo;
+mod map;
 
 pub(crate) use arg::Via;
 pub use arg::{Arg, Indirect};
-pub(crate) use map::{MapInner, injectivity};
 pub use map::Map;
+pub(crate) use map::{MapInner, injectivity};
 
 use crate::error::{Error, Result};
 use crate::types::{Access, DType, Scalar};

@@ -116,7 +116,10 @@ impl Comm {
         self.1.set(secs);
     }
 
-    #[cfg_attr(not(all(feature = "mpi", not(target_arch = "wasm32"))), allow(dead_code))]
+    #[cfg_attr(
+        not(all(feature = "mpi", not(target_arch = "wasm32"))),
+        allow(dead_code)
+    )]
     fn poller<'a>(&self, what: &'a dyn Fn() -> String) -> Poller<'a> {
         Poller {
             rank: self.rank(),
