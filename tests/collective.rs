@@ -34,6 +34,24 @@ fn chain(ctx: &Context) -> (Distributed, GlobalSet, GlobalSet, GlobalMap, Global
     (part, cells, nodes, c2n, n2c)
 }
 
+/// Adds a cell's value to both its nodes.
+fn spread() -> Kernel {
+    Kernel::new(
+        "spread",
+        "fn spread(v: ptr<function, array<f32, 1>>, w: ptr<function, array<f32, 2>>) {
+            (*w)[0] = (*v)[0]; (*w)[1] = (*v)[0];
+        }",
+    )
+}
+
+/// What `spread` gives on the chain when cell c holds c + 1: node n gets the values of the
+/// cells around it, 1, 1+2, 2+3, ..., 7+8, 8.
+fn chain_sums() -> Vec<f32> {
+    (0..9)
+        .map(|n| (if n > 0 { n } else { 0 } + if n < 8 { n + 1 } else { 0 }) as f32)
+        .collect()
+}
+
 fn write_out(ctx: &Context, values: &[f32]) {
     if ctx.rank() == 0 {
         let out = std::env::var_os("MPI_TEST_OUT").unwrap();
@@ -65,13 +83,7 @@ fn exec_halo_worker() {
     );
     ctx.par_loop(&set_v, &cells, &[ids.read(), v.write()])
         .unwrap();
-    let spread = Kernel::new(
-        "spread",
-        "fn spread(v: ptr<function, array<f32, 1>>, w: ptr<function, array<f32, 2>>) {
-            (*w)[0] = (*v)[0]; (*w)[1] = (*v)[0];
-        }",
-    );
-    ctx.par_loop(&spread, &cells, &[v.read(), w.all(&c2n).inc()])
+    ctx.par_loop(&spread(), &cells, &[v.read(), w.all(&c2n).inc()])
         .unwrap();
     if let Some(w) = w.gather().unwrap() {
         write_out(&ctx, &w);
@@ -82,10 +94,7 @@ fn exec_halo_worker() {
 /// exchange rank 1 never recorded (lazy and eager).
 #[test]
 fn a_rank_without_exec_halo_still_exchanges_lazy_and_eager() {
-    // w[n] = v of the cells around node n: 1, 1+2, 2+3, ..., 7+8, 8.
-    let want: Vec<f32> = (0..9)
-        .map(|n| (if n > 0 { n } else { 0 } + if n < 8 { n + 1 } else { 0 }) as f32)
-        .collect();
+    let want = chain_sums();
     for lazy in ["1", "0"] {
         let got = mpirun_env(2, "exec_halo_worker", &[("PARLOOP_LAZY", lazy)]);
         assert_eq!(got, want, "lazy {lazy}");
@@ -362,14 +371,12 @@ fn exec_only_halo_worker() {
     );
     ctx.par_loop(&copy, &tags, &[ids.read(), t.write()])
         .unwrap();
-    let spread = Kernel::new(
-        "spread",
-        "fn spread(t: ptr<function, array<f32, 1>>, w: ptr<function, array<f32, 2>>) {
-            (*w)[0] = (*t)[0]; (*w)[1] = (*t)[0];
-        }",
-    );
-    ctx.par_loop(&spread, &cells, &[t.at(&c2t, 0).read(), w.all(&c2n).inc()])
-        .unwrap();
+    ctx.par_loop(
+        &spread(),
+        &cells,
+        &[t.at(&c2t, 0).read(), w.all(&c2n).inc()],
+    )
+    .unwrap();
     if let Some(w) = w.gather().unwrap() {
         write_out(&ctx, &w);
     }
@@ -379,9 +386,7 @@ fn exec_only_halo_worker() {
 /// exchanged like any other.
 #[test]
 fn a_halo_reached_only_through_the_exec_halo_is_exchanged() {
-    let want: Vec<f32> = (0..9)
-        .map(|n| (if n > 0 { n } else { 0 } + if n < 8 { n + 1 } else { 0 }) as f32)
-        .collect();
+    let want = chain_sums();
     for lazy in ["1", "0"] {
         let got = mpirun_env(2, "exec_only_halo_worker", &[("PARLOOP_LAZY", lazy)]);
         assert_eq!(got, want, "lazy {lazy}");

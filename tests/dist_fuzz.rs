@@ -19,10 +19,12 @@ mod common;
 mod dist_fuzz_model;
 #[allow(dead_code)]
 mod fuzz_model;
+#[path = "common/mpirun.rs"]
+mod mpirun;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use fuzz_model::Case;
 use parloop::dist::Comm;
@@ -175,34 +177,13 @@ type Outcome = Option<Result<(), String>>;
 /// One mpirun over a batch; per seed what the ranks wrote (None: started, never finished),
 /// and mpirun's stderr.
 fn mpirun_batch(np: usize, first: u64, count: u64) -> (Vec<(u64, Outcome)>, String) {
-    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let out = std::env::temp_dir().join(format!(
-        "parloop-dist-fuzz-{}-{np}-{run}",
-        std::process::id()
-    ));
+    let (mut cmd, out) = mpirun::command(np, "dist_fuzz_worker", &[]);
     let err_path = out.with_extension("stderr");
-    let mut cmd = Command::new("mpirun");
-    cmd.args([
-        "--allow-run-as-root",
-        "--oversubscribe",
-        "-np",
-        &np.to_string(),
-    ])
-    .arg(std::env::current_exe().unwrap())
-    .args([
-        "--exact",
-        "dist_fuzz_worker",
-        "--ignored",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env("MPI_TEST_OUT", &out)
-    .env("FUZZ_FIRST", first.to_string())
-    .env("FUZZ_CASES", count.to_string())
-    .env("LP_NUM_THREADS", "1")
-    .stdout(Stdio::null())
-    .stderr(std::fs::File::create(&err_path).unwrap());
+    cmd.env("FUZZ_FIRST", first.to_string())
+        .env("FUZZ_CASES", count.to_string())
+        .env("LP_NUM_THREADS", "1")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err_path).unwrap());
     if std::env::var_os("PARLOOP_COMM_TIMEOUT").is_none() {
         cmd.env("PARLOOP_COMM_TIMEOUT", "20");
     }

@@ -496,22 +496,9 @@ pub(super) fn exchange_tag(n: u64) -> u16 {
 }
 
 impl Context {
-    /// Makes a local outcome collective: on N ranks, an error on any rank becomes an error on
-    /// every rank (naming the rank where it arose), so that no rank goes on into a collective
-    /// the others never join. Every rank must call it at the same point of the program.
+    /// [`crate::dist::Comm::agree`] on this Context's ranks.
     pub(crate) fn agree<T>(&self, result: Result<T>, what: &str) -> Result<T> {
-        if self.ranks() == 1 {
-            return result;
-        }
-        let mine = result.as_ref().err().map(ToString::to_string);
-        match (self.0.comm.agree(mine.as_deref(), what), result) {
-            (None, r) | (Some(_), r @ Err(_)) => r,
-            (Some((rank, message)), Ok(_)) => Err(Error::Rank(format!(
-                "{what}: rank {rank} of {} failed, so every rank stops here. On rank {rank}: \
-                 {message}",
-                self.ranks()
-            ))),
-        }
+        self.0.comm.agree(result, what)
     }
 }
 

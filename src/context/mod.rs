@@ -153,15 +153,7 @@ impl Context {
         }
         let opened = pollster::block_on(Context::open(config, comm.clone()));
         // A rank without a device must not leave the others waiting in their first exchange.
-        let failure = opened.as_ref().err().map(ToString::to_string);
-        match (comm.agree(failure.as_deref(), "opening the device"), opened) {
-            (None, c) | (Some(_), c @ Err(_)) => c,
-            (Some((rank, message)), Ok(_)) => Err(Error::Rank(format!(
-                "opening the device: rank {rank} of {} failed, so every rank stops here. On \
-                 rank {rank}: {message}",
-                comm.size()
-            ))),
-        }
+        comm.agree(opened, "opening the device")
     }
     /// Opens the adapter `config` chooses, without blocking (what the browser needs).
     pub async fn new_async(config: Config) -> Result<Context> {

@@ -295,23 +295,8 @@ impl Comm {
     }
 
     /// Rank 0's words in `words` on every rank (all ranks pass the same length).
-    #[cfg_attr(not(feature = "mpi"), allow(unused_variables))]
     pub(crate) fn broadcast(&self, words: &mut [u32], what: &str) {
-        match &*self.0 {
-            Inner::Single => {}
-            #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
-            Inner::Mpi { world, .. } => {
-                use mpi::traits::{Communicator, Root};
-                let name = || what.to_string();
-                let poll = self.poller(&name);
-                mpi::request::scope(|scope| {
-                    let r = world
-                        .process_at_rank(0)
-                        .immediate_broadcast_into(scope, words);
-                    poll.request("the broadcast", r);
-                });
-            }
-        }
+        self.broadcast_from(0, words, what);
     }
 
     /// The least and greatest of `v` over the ranks (a collective check).
@@ -341,14 +326,29 @@ impl Comm {
         }
     }
 
-    /// A collective agreement on a local outcome: every rank passes what went wrong here (None:
-    /// nothing); every rank gets the first failing rank and its message, or None. Every rank
-    /// must call it at the same point.
-    pub(crate) fn agree(&self, failure: Option<&str>, what: &str) -> Option<(usize, String)> {
-        let n = self.size() as u64;
-        if n == 1 {
-            return failure.map(|m| (0, m.to_string()));
+    /// Makes a local outcome collective: on N ranks, an error on any rank becomes an error on
+    /// every rank (`Error::Rank` on the others, naming the rank where it arose), so that no
+    /// rank goes on into a collective the others never join. Every rank must call it at the
+    /// same point of the program.
+    pub(crate) fn agree<T>(&self, result: Result<T>, what: &str) -> Result<T> {
+        if self.size() == 1 {
+            return result;
         }
+        let mine = result.as_ref().err().map(ToString::to_string);
+        match (self.first_failure(mine.as_deref(), what), result) {
+            (None, r) | (Some(_), r @ Err(_)) => r,
+            (Some((rank, message)), Ok(_)) => Err(Error::Rank(format!(
+                "{what}: rank {rank} of {} failed, so every rank stops here. On rank {rank}: \
+                 {message}",
+                self.size()
+            ))),
+        }
+    }
+
+    /// Every rank passes what went wrong here (None: nothing); every rank gets the first
+    /// failing rank and its message, or None.
+    fn first_failure(&self, failure: Option<&str>, what: &str) -> Option<(usize, String)> {
+        let n = self.size() as u64;
         let mine = if failure.is_some() {
             self.rank() as u64
         } else {

@@ -20,34 +20,38 @@ pub fn mpirun_f64(np: usize, worker: &str, env: &[(&str, &str)]) -> Vec<f64> {
     run(np, worker, env)
 }
 
-fn run<T: bytemuck::Pod>(np: usize, worker: &str, env: &[(&str, &str)]) -> Vec<T> {
-    // Tests of one binary run in parallel: each run writes its own file.
+/// `mpirun` running the worker test `worker` of this test binary on `np` ranks; rank 0 writes
+/// its result to a file of its own (tests of one binary run in parallel), returned beside.
+pub fn command(np: usize, worker: &str, env: &[(&str, &str)]) -> (Command, PathBuf) {
     static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let out = std::env::temp_dir().join(format!(
         "parloop-mpi-{worker}-{np}-{}-{run}.bin",
         std::process::id()
     ));
-    let exe = std::env::current_exe().unwrap();
-    let mut child = Command::new("mpirun")
-        .args([
-            "--allow-run-as-root",
-            "--oversubscribe",
-            "-np",
-            &np.to_string(),
-        ])
-        .arg(&exe)
-        .args([
-            "--exact",
-            worker,
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("MPI_TEST_OUT", &out)
-        .envs(env.iter().copied())
-        .spawn()
-        .expect("mpirun (Open MPI) on the PATH");
+    let mut cmd = Command::new("mpirun");
+    cmd.args([
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "-np",
+        &np.to_string(),
+    ])
+    .arg(std::env::current_exe().unwrap())
+    .args([
+        "--exact",
+        worker,
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("MPI_TEST_OUT", &out)
+    .envs(env.iter().copied());
+    (cmd, out)
+}
+
+fn run<T: bytemuck::Pod>(np: usize, worker: &str, env: &[(&str, &str)]) -> Vec<T> {
+    let (mut cmd, out) = command(np, worker, env);
+    let mut child = cmd.spawn().expect("mpirun (Open MPI) on the PATH");
     // A rank that panics aborts (see `out_path`), which ends the job; a hang is still
     // possible in principle, so the run has a deadline.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
@@ -73,30 +77,8 @@ fn run<T: bytemuck::Pod>(np: usize, worker: &str, env: &[(&str, &str)]) -> Vec<T
 /// Runs the worker test `worker` on `np` ranks and returns whether the job succeeded, with
 /// its standard error (for jobs that must fail).
 pub fn mpirun_status(np: usize, worker: &str, env: &[(&str, &str)]) -> (bool, String) {
-    let out = std::env::temp_dir().join(format!(
-        "parloop-mpi-{worker}-{np}-{}.bin",
-        std::process::id()
-    ));
-    let exe = std::env::current_exe().unwrap();
-    let output = Command::new("mpirun")
-        .args([
-            "--allow-run-as-root",
-            "--oversubscribe",
-            "-np",
-            &np.to_string(),
-        ])
-        .arg(&exe)
-        .args([
-            "--exact",
-            worker,
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("MPI_TEST_OUT", &out)
-        .envs(env.iter().copied())
-        .output()
-        .expect("mpirun (Open MPI) on the PATH");
+    let (mut cmd, out) = command(np, worker, env);
+    let output = cmd.output().expect("mpirun (Open MPI) on the PATH");
     let _ = std::fs::remove_file(&out);
     (
         output.status.success(),
