@@ -2,10 +2,96 @@
 //! Each variable is validated: an unknown variable or value is an error that lists what is
 //! accepted, never a silent default.
 
-use crate::codegen::Staging;
 use crate::error::{Error, Result};
-use crate::runtime::AdapterChoice;
-use crate::runtime::lower::Strategy;
+
+/// How racing increments (INC/MIN/MAX through a map) are made safe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Strategy {
+    /// `atomics` on GPUs with native f32 atomics, else `global-colour` (CPU adapters,
+    /// adapters without float atomics; see ARCHITECTURE.md for the measurements behind this
+    /// choice).
+    #[default]
+    Auto,
+    /// Coloured mini-partitions, one per workgroup, with staging.
+    Hierarchical,
+    /// One-level element colouring, one dispatch per colour.
+    GlobalColour,
+    /// Native f32 atomics (adapters with SHADER_FLOAT32_ATOMIC).
+    Atomics,
+    /// Compare-and-swap on u32 bit patterns.
+    Cas,
+    /// Mini-partitions (one per workgroup) whose increments are combined in workgroup memory
+    /// with workgroup atomics (compare-and-swap on u32 bit patterns for f32), no thread
+    /// colours; block colours for the write to global memory. Needs no float atomics.
+    Staged,
+}
+
+impl Strategy {
+    /// Reads `PARLOOP_STRATEGY`'s syntax (`auto`, `hierarchical`, `global-colour`, `atomics`, `cas`).
+    pub fn parse(s: &str) -> Option<Strategy> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "auto" | "" => Strategy::Auto,
+            "hierarchical" => Strategy::Hierarchical,
+            "global-colour" | "global-color" | "colour" | "color" => Strategy::GlobalColour,
+            "atomics" => Strategy::Atomics,
+            "cas" => Strategy::Cas,
+            "staged" => Strategy::Staged,
+            _ => return None,
+        })
+    }
+    /// The strategy's name, as `parse` reads it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Auto => "auto",
+            Strategy::Hierarchical => "hierarchical",
+            Strategy::GlobalColour => "global-colour",
+            Strategy::Atomics => "atomics",
+            Strategy::Cas => "cas",
+            Strategy::Staged => "staged",
+        }
+    }
+}
+
+/// What a hierarchical loop stages in workgroup memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Staging {
+    /// Nothing: increments go to global memory colour by colour (storage barriers).
+    None,
+    /// Racing (incremented) data only.
+    #[default]
+    Inc,
+    /// Racing data and indirectly read data.
+    All,
+}
+
+/// Which adapter to use.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum AdapterChoice {
+    /// Hardware if present, else software.
+    #[default]
+    Auto,
+    /// A hardware adapter, or an error if there is none.
+    Hardware,
+    /// A software adapter (lavapipe, llvmpipe, WARP), or an error if there is none.
+    Software,
+    /// The first adapter whose name contains this (case-insensitive).
+    Name(String),
+}
+
+impl AdapterChoice {
+    /// Reads `PARLOOP_ADAPTER`'s syntax: `auto`, `hardware`, `software`, or part of an adapter's name.
+    pub fn parse(s: &str) -> AdapterChoice {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "" | "auto" => AdapterChoice::Auto,
+            "hardware" | "hw" | "gpu" => AdapterChoice::Hardware,
+            "software" | "sw" | "cpu" => AdapterChoice::Software,
+            other => AdapterChoice::Name(other.to_string()),
+        }
+    }
+}
+
+/// Seconds a rank waits for the others before the job is aborted (`Config::comm_timeout_s`).
+pub const DEFAULT_COMM_TIMEOUT_S: f64 = 600.0;
 
 /// How a context runs its loops. [`Config::from_env`] reads the `PARLOOP_*` variables.
 #[derive(Clone, Debug)]
@@ -70,7 +156,7 @@ impl Default for Config {
             check: false,
             soa: false,
             grid_limit: None,
-            comm_timeout_s: crate::dist::DEFAULT_TIMEOUT_S,
+            comm_timeout_s: DEFAULT_COMM_TIMEOUT_S,
         }
     }
 }

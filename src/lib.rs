@@ -34,14 +34,12 @@ mod types;
 #[doc(hidden)]
 pub mod util;
 
-pub use codegen::Staging;
-pub use config::Config;
+pub use config::{AdapterChoice, Config, Staging, Strategy};
 pub use context::Context;
 pub use data::{Arg, ConstValue, Dat, Global, Indirect, IterSpace, Map, Sections, Set, Subset};
 pub use error::{Error, Result};
 pub use kernel::{HostArgs, Kernel};
-pub use runtime::device::{AdapterChoice, report as adapter_report};
-pub use runtime::lower::Strategy;
+pub use runtime::device::report as adapter_report;
 pub use runtime::{Gpu, KernelTime, Stats};
 pub use types::{Access, DType, Scalar};
 

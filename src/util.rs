@@ -63,6 +63,27 @@ pub fn today() -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
+/// Runs a future to completion: blocking natively; in the browser only when it needs no wait.
+pub(crate) fn block<T>(
+    f: impl std::future::Future<Output = crate::error::Result<T>>,
+) -> crate::error::Result<T> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        pollster::block_on(f)
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        use futures::FutureExt;
+        f.now_or_never().unwrap_or_else(|| {
+            Err(crate::error::Error::Usage(
+                "this needs a GPU readback, which the browser cannot wait for synchronously: \
+                 use the _async variant"
+                    .into(),
+            ))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Rng;

@@ -5,9 +5,10 @@
 //! plan), and writes the staged increments back.
 
 use super::{
-    Access, ArgSource, BindingKind, DType, GroupIr, PLAN_HEADER_FIXED, PLAN_HEADER_PER_MAP,
-    Staging, combine, dat_index, declare_racing, element_body, racing_args, staged_load,
+    Access, ArgSource, BindingKind, DType, GroupIr, Staging, combine, dat_index, declare_racing,
+    element_body, racing_args, reduce_op, staged_load,
 };
+use crate::plan::{PLAN_HEADER_FIXED, PLAN_HEADER_PER_MAP};
 use std::fmt::Write;
 
 pub(super) fn hierarchical_main(g: &GroupIr, staging: Staging, w: &mut String) {
@@ -56,7 +57,7 @@ pub(super) fn hierarchical_main(g: &GroupIr, staging: Staging, w: &mut String) {
                 let BindingKind::Dat { dtype, .. } = g.bindings[dat].kind else {
                     continue;
                 };
-                dtype.identity(access_of(dat)).to_string()
+                reduce_op(access_of(dat)).identity_wgsl(dtype)
             } else {
                 format!("{}[{}]", g.var(dat), dat_index(g, dat, "pl_t", dim))
             };

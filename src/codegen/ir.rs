@@ -2,6 +2,7 @@
 //! and their arguments, registers, reductions, staged maps), built by `runtime::lower`.
 
 use super::wgsl::ident;
+use crate::config::Staging;
 use crate::data::ConstValue;
 use crate::types::{Access, DType};
 
@@ -30,21 +31,9 @@ impl Schedule {
         match self {
             Schedule::Hierarchical(s) => Some(*s),
             Schedule::Staged => Some(Staging::Inc),
-            _ => None,
+            Schedule::Direct | Schedule::Atomics | Schedule::Cas | Schedule::GlobalColour => None,
         }
     }
-}
-
-/// What a hierarchical loop stages in workgroup memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum Staging {
-    /// Nothing: increments go to global memory colour by colour (storage barriers).
-    None,
-    /// Racing (incremented) data only.
-    #[default]
-    Inc,
-    /// Racing data and indirectly read data.
-    All,
 }
 
 /// What a storage binding holds.
@@ -202,11 +191,6 @@ pub struct Params {
     pub owned: u32,
     pub pad: u32,
 }
-
-/// Words of the plan header (offsets of the plan arrays) before the staged maps' entries.
-pub const PLAN_HEADER_FIXED: usize = 6;
-/// Plan header entries per staged map.
-pub const PLAN_HEADER_PER_MAP: usize = 3;
 
 impl GroupIr {
     pub(super) fn var(&self, b: usize) -> String {

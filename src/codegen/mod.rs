@@ -12,13 +12,17 @@ pub mod check;
 pub mod consts;
 mod hierarchical;
 mod ir;
+mod kernel_check;
 pub mod reduce;
 pub mod wgsl;
 
 use hierarchical::hierarchical_main;
 pub use ir::*;
+use reduce::reduction_epilogue;
 
-use crate::types::{Access, DType};
+use crate::config::Staging;
+use crate::plan::{PLAN_HEADER_FIXED, PLAN_HEADER_PER_MAP};
+use crate::types::{Access, DType, ReduceOp};
 use std::fmt::Write;
 
 /// Generates the WGSL module of a group.
@@ -129,13 +133,16 @@ fn declarations(g: &GroupIr, w: &mut String) -> Vec<check::CheckSite> {
     sites
 }
 
+/// How a reduction argument combines values (`types::ReduceOp`, the one table).
+fn reduce_op(access: Access) -> ReduceOp {
+    access
+        .reduction()
+        .unwrap_or_else(|| panic!("internal: {access} is not a reduction"))
+}
+
 /// The op that combines two values for a reduction access.
 fn combine(access: Access, a: &str, b: &str) -> String {
-    match access {
-        Access::Min => format!("min({a}, {b})"),
-        Access::Max => format!("max({a}, {b})"),
-        _ => format!("{a} + {b}"),
-    }
+    reduce_op(access).wgsl(a, b)
 }
 
 fn main_fn(g: &GroupIr, w: &mut String) {
@@ -154,7 +161,7 @@ fn main_fn(g: &GroupIr, w: &mut String) {
             red.dtype,
             red.dim,
             red.dim,
-            red.dtype.identity(red.access)
+            reduce_op(red.access).identity_wgsl(red.dtype)
         );
     }
     match g.hierarchical() {
@@ -171,10 +178,19 @@ fn flat_main(g: &GroupIr, w: &mut String) {
         w,
         "    let pl_i = pl_wg * {wg}u + pl_lid;\n    if (pl_i < pl.n) {{\n        let pl_p = pl.base + pl_i;"
     );
-    let e = match (&g.schedule, g.subset, g.plan) {
-        (Schedule::GlobalColour, _, Some(plan)) => format!("{}[pl_p]", g.var(plan)),
-        (_, Some(sub), _) => format!("{}[pl_p]", g.var(sub)),
-        _ => "pl_p".to_string(),
+    // Global colouring permutes the positions (the plan's order); a subset lists elements.
+    let permutation = match &g.schedule {
+        Schedule::GlobalColour => g.plan,
+        Schedule::Direct
+        | Schedule::Atomics
+        | Schedule::Cas
+        | Schedule::Hierarchical(_)
+        | Schedule::Staged => None,
+    };
+    let e = match (permutation, g.subset) {
+        (Some(plan), _) => format!("{}[pl_p]", g.var(plan)),
+        (None, Some(sub)) => format!("{}[pl_p]", g.var(sub)),
+        (None, None) => "pl_p".to_string(),
     };
     let _ = writeln!(w, "        let pl_e = {e};");
     element_body(g, w, "        ", None);
@@ -242,7 +258,7 @@ fn element_body(g: &GroupIr, w: &mut String, ind: &str, mut deferred: Option<&mu
                             let _ = writeln!(&mut after, "{inner}pl_v{reg} = {local};");
                             call_args.push(format!("&{local}"));
                         }
-                        _ => {
+                        Access::Inc | Access::Min | Access::Max => {
                             declare_identity(w, &inner, &local, arg);
                             let _ = writeln!(
                                 &mut after,
@@ -437,7 +453,7 @@ fn declare_identity(w: &mut String, ind: &str, local: &str, arg: &ArgIr) {
     let _ = writeln!(
         w,
         "{ind}var {local}: array<{t}, {n}>;\n{ind}for (var pl_k = 0u; pl_k < {n}u; pl_k++) {{ {local}[pl_k] = {}; }}",
-        arg.dtype.identity(arg.access),
+        reduce_op(arg.access).identity_wgsl(arg.dtype),
         t = arg.dtype,
         n = arg.width
     );
@@ -500,11 +516,7 @@ fn atomic_apply(
             combine(arg.access, &format!("{var}[{target}]"), value)
         ),
         Atomic::Native if arg.dtype != DType::F32 || arg.access == Access::Inc => {
-            let f = match arg.access {
-                Access::Min => "atomicMin",
-                Access::Max => "atomicMax",
-                _ => "atomicAdd",
-            };
+            let f = reduce_op(arg.access).atomic();
             format!("{ind2}{f}(&{var}[{target}], {value});\n")
         }
         Atomic::Native => {
@@ -524,61 +536,6 @@ fn atomic_apply(
                  if (pl_x.exchanged) {{ break; }}\n{ind2}    pl_old = pl_x.old_value;\n{ind2}}}\n"
             )
         }
-    }
-}
-
-fn reduction_epilogue(g: &GroupIr, w: &mut String) {
-    let wg = g.workgroup_size;
-    let scratch = match g.scratch {
-        Some(s) => g.var(s),
-        None => return,
-    };
-    let mut off = 0usize;
-    for (r, red) in g.reductions.iter().enumerate() {
-        let dt = red.dtype;
-        let _ = writeln!(
-            w,
-            "    for (var pl_d = 0u; pl_d < {dim}u; pl_d++) {{\n        \
-             workgroupBarrier();\n        \
-             pl_red_{dt}[pl_lid] = pl_acc{r}[pl_d];\n        \
-             workgroupBarrier();\n        \
-             for (var pl_s = {half}u; pl_s > 0u; pl_s >>= 1u) {{\n            \
-             if (pl_lid < pl_s && pl_lid + pl_s < {wg}u) {{ pl_red_{dt}[pl_lid] = {}; }}\n            \
-             workgroupBarrier();\n        }}\n        \
-             if (pl_lid == 0u && pl_wg < pl.nwg) {{ {store} }}\n    }}",
-            combine(
-                red.access,
-                &format!("pl_red_{dt}[pl_lid]"),
-                &format!("pl_red_{dt}[pl_lid + pl_s]")
-            ),
-            dim = red.dim,
-            // Any workgroup size: the tree starts at the power of two below it and skips
-            // partners past the end.
-            half = wg.next_power_of_two() / 2,
-            store = store_partial(
-                &scratch,
-                &format!(
-                    "{off}u * pl.slots + ((pl.wg_base + pl_wg) * {}u + pl_d)",
-                    red.dim
-                ),
-                dt,
-                &format!("pl_red_{dt}[0]"),
-            ),
-        );
-        off += red.dim * dt.words();
-    }
-}
-
-/// Stores a workgroup's partial `value` at slot `slot` of the scratch words: as its bits, and
-/// for f64 as two words (low first, through a u64: WGSL cannot bitcast f64 to u32s).
-fn store_partial(scratch: &str, slot: &str, dtype: DType, value: &str) -> String {
-    if dtype == DType::F64 {
-        format!(
-            "let pl_bits = bitcast<u64>({value}); {scratch}[{slot} * 2u] = u32(pl_bits & 0xfffffffflu); \
-             {scratch}[{slot} * 2u + 1u] = u32(pl_bits >> 32u);"
-        )
-    } else {
-        format!("{scratch}[{slot}] = bitcast<u32>({value});")
     }
 }
 

@@ -83,7 +83,10 @@ fn inc_group(schedule: Schedule) -> GroupIr {
     let atomic = match schedule {
         Schedule::Atomics => Atomic::Native,
         Schedule::Cas => Atomic::Bits,
-        _ => Atomic::No,
+        Schedule::Direct
+        | Schedule::GlobalColour
+        | Schedule::Hierarchical(_)
+        | Schedule::Staged => Atomic::No,
     };
     let mut bindings = vec![
         dat("w", 1, false),

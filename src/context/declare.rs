@@ -17,7 +17,7 @@ impl Context {
         if value.words.is_empty() {
             return Err(Error::Data(format!("Const `{name}` has no values")));
         }
-        let mut consts = self.0.consts.borrow_mut();
+        let mut consts = self.0.sched.consts.borrow_mut();
         match consts.iter_mut().find(|(n, _)| n == name) {
             Some(slot) => slot.1 = value,
             None => consts.push((name.to_string(), value)),
@@ -27,13 +27,13 @@ impl Context {
 
     /// Refuses f64 data on an adapter without `SHADER_F64`, naming the data and the adapter.
     pub(crate) fn check_dtype(&self, kind: &str, name: &str, dtype: DType) -> Result<()> {
-        if dtype == DType::F64 && !self.0.gpu.f64() {
+        if dtype == DType::F64 && !self.0.engine.gpu.f64() {
             return Err(Error::Data(format!(
                 "{kind} `{name}` is f64, but adapter {} has no SHADER_F64 with SHADER_INT64 \
                  (WGSL f64 needs Vulkan or DX12 on a GPU that has it; Metal, OpenGL and \
                  browsers have none): use f32, or choose an adapter with f64 \
                  (PARLOOP_BACKEND=vulkan; `parloop info` lists the adapters' features)",
-                self.0.gpu.describe()
+                self.0.engine.gpu.describe()
             )));
         }
         Ok(())
@@ -52,13 +52,9 @@ impl Context {
             set: set.cloned(),
             dim,
             dtype,
-            ctx: Rc::downgrade(&self.0),
+            owner: Rc::downgrade(&(self.0.clone() as Rc<dyn crate::data::Owner>)),
             host: RefCell::new(Vec::new()),
-            host_valid: std::cell::Cell::new(false),
-            device_valid: std::cell::Cell::new(false),
-            alive: std::cell::Cell::new(true),
-            halo_valid: std::cell::Cell::new(true),
-            halo_recv: std::cell::Cell::new(0),
+            state: crate::data::Residency::default(),
         })
     }
 
@@ -86,7 +82,7 @@ impl Context {
         }
         let inner = self.data_inner(name, Some(set), dim, T::DTYPE);
         *inner.host.borrow_mut() = bytemuck::cast_slice(values).to_vec();
-        inner.host_valid.set(true);
+        inner.state.written_on_host();
         Ok(Dat {
             inner,
             _t: PhantomData,
@@ -104,7 +100,7 @@ impl Context {
     ) -> Rc<DataInner> {
         let inner = self.data_inner(name, Some(set), dim, dtype);
         *inner.host.borrow_mut() = words;
-        inner.host_valid.set(true);
+        inner.state.written_on_host();
         inner
     }
 
@@ -136,7 +132,7 @@ impl Context {
         self.check_dtype("Global", name, T::DTYPE)?;
         let inner = self.data_inner(name, None, values.len(), T::DTYPE);
         *inner.host.borrow_mut() = bytemuck::cast_slice(values).to_vec();
-        inner.host_valid.set(true);
+        inner.state.written_on_host();
         Ok(Global {
             inner,
             _t: PhantomData,

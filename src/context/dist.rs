@@ -19,6 +19,7 @@
 //!
 //! Every rank records the same loops, so every rank exchanges at the same points.
 
+use super::rounds::reduce_op;
 use super::*;
 use crate::data::{Set, Via};
 use crate::trace::Op;
@@ -69,8 +70,8 @@ impl Context {
             std::hash::Hash::hash(&(kernel.name(), set.name(), args.len()), &mut h);
             // A count of the user's distributed loops (not the trace's numbering, which
             // internal computations advance).
-            let seq = self.0.dist_loops.get() + 1;
-            self.0.dist_loops.set(seq);
+            let seq = self.0.dist().dist_loops.get() + 1;
+            self.0.dist().dist_loops.set(seq);
             let print = std::hash::Hasher::finish(&h) ^ seq.rotate_left(32);
             let (lo, hi) = self.0.comm.min_max(print, &name());
             if lo != hi {
@@ -121,8 +122,8 @@ impl Context {
         site: &'static Location<'static>,
     ) -> Result<()> {
         for d in Self::halo_reads(args, exec) {
-            if d.halo_valid.get() {
-                self.0.rt.borrow_mut().stats.halo_exchanges_skipped += 1;
+            if d.state.halo_current() {
+                self.0.engine.rt.borrow_mut().stats.halo_exchanges_skipped += 1;
             } else {
                 self.exchange(&d)?;
             }
@@ -157,12 +158,12 @@ impl Context {
     ) -> Result<()> {
         let mut wait = false;
         for d in Self::halo_reads(args, exec) {
-            let mut st = self.0.rt.borrow_mut();
-            if !d.halo_valid.get() && !shared(&d) {
-                d.halo_valid.set(true);
+            let mut st = self.0.engine.rt.borrow_mut();
+            if !d.state.halo_current() && !shared(&d) {
+                d.state.halo_exchanged();
             }
-            if d.halo_valid.get() {
-                if d.halo_recv.get() != 0 {
+            if d.state.halo_current() {
+                if d.state.pending_recv() != 0 {
                     st.stats.halo_exchanges_merged += 1;
                     wait = true;
                 } else {
@@ -187,7 +188,7 @@ impl Context {
                 if a.access == Access::Inc {
                     let local = self.data_inner(&global.name, None, global.dim, global.dtype);
                     *local.host.borrow_mut() = vec![0; global.wdim()];
-                    local.host_valid.set(true);
+                    local.state.written_on_host();
                     a.data = local;
                 }
                 reductions.push((global, a.data.clone(), a.access));
@@ -220,8 +221,7 @@ impl Context {
             .iter()
             .filter(|a| a.data.set.is_some() && a.access.writes())
         {
-            a.data.halo_valid.set(false);
-            a.data.halo_recv.set(0);
+            a.data.state.halo_written_over();
         }
         for (global, local, access) in reductions {
             let mut net = AccessSet::of(global.id, section::NET);
@@ -284,8 +284,7 @@ impl Context {
             },
             site,
         )?;
-        d.halo_valid.set(true);
-        d.halo_recv.set(recv);
+        d.state.halo_exchange_recorded(recv);
         Ok(())
     }
 
@@ -311,7 +310,7 @@ impl Context {
         }
         for a in args {
             if a.data.set.is_some() && a.access.writes() {
-                a.data.halo_valid.set(false);
+                a.data.state.halo_written_over();
             }
         }
         for a in args
@@ -326,9 +325,11 @@ impl Context {
             )?;
             let mut words = d.host.borrow().clone();
             let what = format!("the reduction of Global `{}` over the ranks", d.name);
-            self.0.comm.all_reduce(d.dtype, a.access, &mut words, &what);
+            self.0
+                .comm
+                .all_reduce(d.dtype, reduce_op(a.access), &mut words, &what);
             d.write_host(&words)?;
-            self.0.rt.borrow_mut().stats.global_reductions += 1;
+            self.0.engine.rt.borrow_mut().stats.global_reductions += 1;
         }
         Ok(())
     }
@@ -346,8 +347,8 @@ impl Context {
         };
         if !halo.shared {
             // No rank has a halo of this set (one rank): nothing to bring in.
-            d.halo_valid.set(true);
-            self.0.rt.borrow_mut().stats.halo_exchanges_skipped += 1;
+            d.state.halo_exchanged();
+            self.0.engine.rt.borrow_mut().stats.halo_exchanges_skipped += 1;
             return Ok(());
         }
         // The pending loops that use d run first and the device finishes them (the exchange's
@@ -355,8 +356,7 @@ impl Context {
         // own: packing, readback, messages (including waiting for the neighbours), halo write.
         let all = AccessSet::of(d.id, section::ALL);
         self.force(&all, &all, &[], "halo exchange")?;
-        #[cfg(not(target_arch = "wasm32"))]
-        let _ = self.0.gpu.device.poll(wgpu::PollType::wait_indefinitely());
+        self.0.engine.wait_idle();
         let t0 = crate::util::now_ms();
         // An error here still sends (zeros) and receives, then fails on every rank.
         let packed = self.pack(d, &set, &halo);
@@ -364,7 +364,7 @@ impl Context {
         let mut words = packed.as_ref().map_or_else(|_| Vec::new(), Clone::clone);
         words.resize(need * d.wdim(), 0);
         let (sends, recvs) = messages(&halo, d.wdim(), &words);
-        let tag = self.0.rt.borrow().stats.halo_exchanges;
+        let tag = self.0.engine.rt.borrow().stats.halo_exchanges;
         let what = || format!("the halo exchange of Dat `{}`", d.name);
         let got = self
             .0
@@ -376,8 +376,8 @@ impl Context {
             self.write_now(d, start, &words)
         });
         self.agree(written, &what())?;
-        d.halo_valid.set(true);
-        let mut st = self.0.rt.borrow_mut();
+        d.state.halo_exchanged();
+        let mut st = self.0.engine.rt.borrow_mut();
         st.stats.halo_exchanges += 1;
         st.stats.halo_messages += sends.len() as u64;
         st.stats.halo_bytes += 4 * sends.iter().map(|s| s.1.len() as u64).sum::<u64>();
@@ -394,7 +394,7 @@ impl Context {
         halo: &crate::data::halo::Halo,
     ) -> super::Packer {
         let key = (set.id(), d.dtype, d.dim);
-        let mut cache = self.0.packers.borrow_mut();
+        let mut cache = self.0.dist().packers.borrow_mut();
         cache
             .entry(key)
             .or_insert_with(|| {
@@ -434,47 +434,18 @@ impl Context {
         self.record(&kernel, IterSpace::Set(space), &args, Location::caller())?;
         block(out.sync_host(false))?;
         let words = out.host.borrow().clone();
-        out.alive.set(false);
+        out.state.dropped();
         Ok(words)
     }
 
     /// Writes `words` at word `start` of `d` now, whatever the trace holds: into the device
     /// copy when it is current, and into the host copy when that is current.
     pub(super) fn write_now(&self, d: &Rc<DataInner>, start: usize, words: &[u32]) -> Result<()> {
-        if !d.host_valid.get() && !d.device_valid.get() {
-            d.ensure_host_zeros();
+        d.ensure_host_zeros();
+        if d.state.device_valid() {
+            runtime::exec::write_device(&self.0.engine, d, start, words);
         }
-        if d.device_valid.get() {
-            let st = self.0.rt.borrow();
-            if let Some((_, buf)) = st.data.get(&d.id) {
-                if st.is_soa(d) {
-                    // Component by component: each is a contiguous range on the device.
-                    let (w, dim) = (d.dtype.words(), d.dim);
-                    let n = d.set.as_ref().map_or(1, Set::total);
-                    let (e0, m) = (start / (dim * w), words.len() / (dim * w));
-                    for k in 0..dim {
-                        let comp: Vec<u32> = (0..m)
-                            .flat_map(|i| &words[(i * dim + k) * w..(i * dim + k + 1) * w])
-                            .copied()
-                            .collect();
-                        let at = 4 * ((k * n + e0) * w) as u64;
-                        self.0
-                            .gpu
-                            .queue
-                            .write_buffer(&buf.buffer, at, bytemuck::cast_slice(&comp));
-                    }
-                } else {
-                    self.0.gpu.queue.write_buffer(
-                        &buf.buffer,
-                        4 * start as u64,
-                        bytemuck::cast_slice(words),
-                    );
-                }
-            } else {
-                d.device_valid.set(false);
-            }
-        }
-        if d.host_valid.get() {
+        if d.state.host_valid() {
             let mut h = d.host.borrow_mut();
             h[start..start + words.len()].copy_from_slice(words);
         }

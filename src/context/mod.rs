@@ -4,18 +4,18 @@
 //! write-only.
 
 pub use crate::config::Config;
+use crate::config::Strategy;
 use crate::data::{Arg, ConstValue, Dat, DataInner, Global, IterSpace, Via, section};
 use crate::error::{Error, Result};
 use crate::fuse::{self, Group};
 use crate::kernel::{Kernel, KernelProblem, consts_used, expected_type};
-use crate::runtime::lower::{Choice, Strategy};
 use crate::runtime::{self, Gpu, Stats};
 use crate::trace::{AccessSet, LoopRecord, Op, Reason, Trace};
 use crate::types::{Access, DType, Scalar};
-use std::cell::{Ref, RefCell, RefMut};
+use crate::util::block;
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::fmt::Write;
-use std::future::Future;
 use std::marker::PhantomData;
 use std::panic::Location;
 use std::rc::Rc;
@@ -23,25 +23,34 @@ use validate::{describe_mask, values_for};
 
 mod declare;
 mod dist;
-mod host;
 mod rounds;
 mod validate;
 
 pub(crate) struct Inner {
-    pub gpu: Gpu,
     pub config: Config,
+    /// The device and everything on it.
+    pub engine: runtime::Engine,
+    /// What decides what runs: the trace, the Consts, fusion.
+    pub sched: Scheduler,
+    /// On N ranks (None on one): exchanges and reductions in flight. Declared before `comm`:
+    /// dropped (its reductions waited for) before MPI can be finalized.
+    pub dist: Option<DistState>,
+    /// The ranks this Context shares its mesh with (one process unless made `with_comm`).
+    pub comm: crate::dist::Comm,
+}
+
+/// The lazy trace and what fuses and explains its forces.
+pub(crate) struct Scheduler {
     pub trace: RefCell<Trace>,
-    pub rt: RefCell<runtime::State>,
     pub consts: RefCell<Vec<(String, ConstValue)>>,
     pub explain: RefCell<String>,
     pub fuse_cache: RefCell<std::collections::HashMap<String, fuse::Cached>>,
-    /// The WGSL of the groups the last force ran.
-    pub shaders: RefCell<Vec<String>>,
+}
+
+/// What only a run on N ranks holds.
+pub(crate) struct DistState {
     /// Lazy mode: Global reductions begun and not yet ended (by the partial value's id).
-    /// Declared before `comm`: dropped (waited for) before MPI can be finalized.
     pub reductions: RefCell<std::collections::HashMap<u64, crate::dist::Reduction>>,
-    /// The ranks this Context shares its mesh with (one process unless made `with_comm`).
-    pub comm: crate::dist::Comm,
     /// Per (distributed set, type, dim): the send-list set, map and kernel that pack a halo
     /// exchange on the device.
     pub packers: RefCell<std::collections::HashMap<(u64, DType, usize), Packer>>,
@@ -56,23 +65,48 @@ pub(crate) struct Inner {
     pub halo_counts: std::cell::Cell<(u64, u64)>,
 }
 
+impl Inner {
+    /// The distributed state; only computations on N ranks (exchanges, reductions, checking
+    /// mode's loop comparison) reach it.
+    pub fn dist(&self) -> &DistState {
+        self.dist
+            .as_ref()
+            .expect("internal: distributed work on a Context of one rank")
+    }
+}
+
 /// A send-list set, its map into the distributed set, and the kernel that copies through it.
 pub(crate) type Packer = (crate::data::Set, crate::data::Map, Kernel);
 
-impl Inner {
-    pub fn choice(&self) -> Choice {
-        Choice {
-            strategy: self.config.strategy,
-            staging: self.config.staging,
-            block_size: self.config.block_size,
-            balance: self.config.balance_colours,
-            workgroup_size: self.config.workgroup_size,
-            float_atomics: self.gpu.float_atomics(),
-            cpu_adapter: self.gpu.info.device_type == wgpu::DeviceType::Cpu,
-            soa: self.config.soa,
-            workgroup_memory: self.gpu.limits.max_compute_workgroup_storage_size as usize,
-            check: self.config.check,
-        }
+impl crate::data::Owner for Inner {
+    fn force(
+        self: Rc<Self>,
+        d: Rc<DataInner>,
+        intent: crate::data::Intent,
+    ) -> futures::future::LocalBoxFuture<'static, Result<()>> {
+        use crate::data::Intent;
+        Box::pin(async move {
+            let all = AccessSet::of(d.id, section::ALL);
+            let none = AccessSet::new();
+            let ctx = Context(self);
+            match intent {
+                Intent::Read => ctx.force_async(&all, &none, &[d], "data_ro()").await,
+                Intent::ReadWrite => ctx.force_async(&all, &all, &[d], "data()").await,
+                Intent::Write => ctx.force_async(&none, &all, &[], "host write").await,
+            }
+        })
+    }
+    fn agree(&self, result: Result<()>, what: &str) -> Result<()> {
+        self.comm.agree(result, what)
+    }
+    fn rank(&self) -> usize {
+        self.comm.rank()
+    }
+    fn broadcast(&self, words: &mut [u32], what: &str) {
+        self.comm.broadcast(words, what)
+    }
+    fn gather(&self, words: &[u32], what: &str) -> Option<Vec<Vec<u32>>> {
+        self.comm.gather(words, what)
     }
 }
 
@@ -96,25 +130,6 @@ impl Inner {
 /// ```
 #[derive(Clone)]
 pub struct Context(pub(crate) Rc<Inner>);
-
-/// Runs a future to completion: blocking natively; in the browser only when it needs no wait.
-fn block<T>(f: impl Future<Output = Result<T>>) -> Result<T> {
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        pollster::block_on(f)
-    }
-    #[cfg(target_arch = "wasm32")]
-    {
-        use futures::FutureExt;
-        f.now_or_never().unwrap_or_else(|| {
-            Err(Error::Usage(
-                "this needs a GPU readback, which the browser cannot wait for synchronously: \
-                 use the _async variant"
-                    .into(),
-            ))
-        })
-    }
-}
 
 impl Context {
     /// Opens the adapter chosen by the environment (see [`Config::from_env`]).
@@ -174,23 +189,25 @@ impl Context {
                 gpu.describe()
             )));
         }
-        let soa = config.soa;
-        Ok(Context(Rc::new(Inner {
-            gpu,
-            config,
-            trace: RefCell::new(Trace::default()),
-            rt: RefCell::new(runtime::State::with_soa(soa)),
-            consts: RefCell::new(Vec::new()),
-            explain: RefCell::new(String::new()),
-            fuse_cache: RefCell::new(std::collections::HashMap::new()),
-            shaders: RefCell::new(Vec::new()),
-            comm,
+        let dist = (comm.size() > 1).then(|| DistState {
             packers: RefCell::new(std::collections::HashMap::new()),
             dist_loops: std::cell::Cell::new(0),
             received: RefCell::new(std::collections::HashMap::new()),
             reductions: RefCell::new(std::collections::HashMap::new()),
             recv_delay_ms: std::cell::Cell::new(0),
             halo_counts: std::cell::Cell::new((0, 0)),
+        });
+        Ok(Context(Rc::new(Inner {
+            engine: runtime::Engine::new(gpu, &config),
+            config,
+            sched: Scheduler {
+                trace: RefCell::new(Trace::default()),
+                consts: RefCell::new(Vec::new()),
+                explain: RefCell::new(String::new()),
+                fuse_cache: RefCell::new(std::collections::HashMap::new()),
+            },
+            dist,
+            comm,
         })))
     }
     /// The communicator this Context runs on.
@@ -211,15 +228,15 @@ impl Context {
     }
     /// The adapter's name and backend.
     pub fn adapter(&self) -> String {
-        self.0.gpu.describe()
+        self.0.engine.gpu.describe()
     }
     /// The device, its queue and its limits (for rendering from Dats, as the browser demo does).
     pub fn gpu(&self) -> &Gpu {
-        &self.0.gpu
+        &self.0.engine.gpu
     }
     /// Counters since the Context was made, and the caches' sizes and device memory now.
     pub fn stats(&self) -> Stats {
-        let st = self.0.rt.borrow();
+        let st = self.0.engine.rt.borrow();
         Stats {
             pipelines_cached: st.pipelines.len(),
             plans_cached: st.plans.len(),
@@ -230,17 +247,17 @@ impl Context {
     }
     /// Pending (recorded, not yet run) loops.
     pub fn pending(&self) -> usize {
-        self.0.trace.borrow().len()
+        self.0.sched.trace.borrow().len()
     }
     /// The pending trace as Graphviz dot.
     pub fn trace_dot(&self) -> String {
-        self.0.trace.borrow().to_dot()
+        self.0.sched.trace.borrow().to_dot()
     }
     /// The direct dependencies of pending computations, as name pairs in program order: a
     /// loop's kernel name, or, on a distributed set, seed 001's label (`res_calc[core]`,
     /// `res_calc[owned]`, `HaloSend(q)`, `HaloRecv(q)`, `ReductionBegin(rms)`, ...).
     pub fn trace_edges(&self) -> Vec<(String, String)> {
-        let t = self.0.trace.borrow();
+        let t = self.0.sched.trace.borrow();
         let name = |seq: u64| {
             t.pending()
                 .iter()
@@ -263,7 +280,9 @@ impl Context {
     /// halo receives, as a slow network would.
     #[doc(hidden)]
     pub fn test_delay_receives(&self, ms: u64) {
-        self.0.recv_delay_ms.set(ms);
+        if let Some(d) = &self.0.dist {
+            d.recv_delay_ms.set(ms);
+        }
     }
     /// The device buffer holding a Dat's current values (`dim` values per element, element by
     /// element; component by component with `Config::soa` and dim > 1),
@@ -271,15 +290,10 @@ impl Context {
     /// the host holds newer values. Pending loops that write the Dat have not run yet: flush
     /// first.
     pub fn device_buffer<T: Scalar>(&self, dat: &Dat<T>) -> Option<wgpu::Buffer> {
-        if !dat.inner.device_valid.get() {
+        if !dat.inner.state.device_valid() {
             return None;
         }
-        self.0
-            .rt
-            .borrow()
-            .data
-            .get(&dat.inner.id)
-            .map(|(_, b)| b.buffer.clone())
+        self.0.engine.buffer(&dat.inner)
     }
 
     /// Makes a Dat's device copy current without running anything else: the pending loops
@@ -289,16 +303,16 @@ impl Context {
     pub fn upload<T: Scalar>(&self, dat: &Dat<T>) -> Result<()> {
         let all = AccessSet::of(dat.inner.id, section::ALL);
         self.force(&all, &AccessSet::new(), &[], "upload")?;
-        runtime::exec::upload(&self.0, &dat.inner)
+        runtime::exec::upload(&self.0.engine, &dat.inner)
     }
 
     /// The WGSL modules of the loop groups the last force ran on the GPU.
     pub fn shaders(&self) -> Vec<String> {
-        self.0.shaders.borrow().clone()
+        self.0.engine.shaders.borrow().clone()
     }
     /// What the last force ran: its groups, their loops, the cuts and ephemeral Dats.
     pub fn explain(&self) -> String {
-        self.0.explain.borrow().clone()
+        self.0.sched.explain.borrow().clone()
     }
 
     /// Records a loop of `kernel` over `space` (a Set or Subset) with `args`. Lazy by default:
@@ -373,14 +387,14 @@ impl Context {
         op: crate::trace::Op,
     ) -> Result<u64> {
         let consts = {
-            let all = self.0.consts.borrow();
+            let all = self.0.sched.consts.borrow();
             kernel
                 .wgsl()
                 .map(|src| consts_used(src, &all).into_iter().cloned().collect())
                 .unwrap_or_default()
         };
         let seq = {
-            let mut t = self.0.trace.borrow_mut();
+            let mut t = self.0.sched.trace.borrow_mut();
             let seq = t.next_seq();
             t.record(Rc::new(LoopRecord {
                 seq,
@@ -396,15 +410,15 @@ impl Context {
             seq
         };
         if !self.0.config.lazy {
-            let all = self.0.trace.borrow_mut().take_all();
+            let all = self.0.sched.trace.borrow_mut().take_all();
             block(self.run(all, &[], "eager"))?;
         } else {
             let (len, bound) = (
-                self.0.trace.borrow().len(),
+                self.0.sched.trace.borrow().len(),
                 self.0.config.trace_bound.max(1),
             );
             if len > bound {
-                let oldest = self.0.trace.borrow_mut().take_prefix(len - bound / 2);
+                let oldest = self.0.sched.trace.borrow_mut().take_prefix(len - bound / 2);
                 block(self.run(oldest, &[], "trace bound"))?;
             }
         }
@@ -413,12 +427,12 @@ impl Context {
 
     /// Runs everything pending.
     pub fn flush(&self) -> Result<()> {
-        let all = self.0.trace.borrow_mut().take_all();
+        let all = self.0.sched.trace.borrow_mut().take_all();
         block(self.run(all, &[], "flush"))
     }
     /// Runs everything pending, without blocking (the browser's [`Context::flush`]).
     pub async fn flush_async(&self) -> Result<()> {
-        let all = self.0.trace.borrow_mut().take_all();
+        let all = self.0.sched.trace.borrow_mut().take_all();
         self.run(all, &[], "flush").await
     }
 
@@ -442,7 +456,7 @@ impl Context {
         why: &str,
     ) -> Result<()> {
         let selected = {
-            let mut t = self.0.trace.borrow_mut();
+            let mut t = self.0.sched.trace.borrow_mut();
             t.prune_dead();
             t.evaluate(reads, writes)
         };
@@ -465,14 +479,15 @@ impl Context {
                     describe_mask(r.mask)
                 );
             }
-            let mut st = self.0.rt.borrow_mut();
+            let mut st = self.0.engine.rt.borrow_mut();
             st.stats.forces += 1;
             st.stats.last_dispatches = 0;
-            self.0.shaders.borrow_mut().clear();
+            self.0.engine.shaders.borrow_mut().clear();
         }
         // Loops whose effect nobody can observe do not run (reads of loops still pending count).
         let still_pending: BTreeSet<u64> = self
             .0
+            .sched
             .trace
             .borrow()
             .pending()
@@ -500,23 +515,23 @@ impl Context {
             .zip(live)
             .filter_map(|(l, k)| k.then_some(l))
             .collect();
-        let before = self.0.rt.borrow().stats.clone();
+        let before = self.0.engine.rt.borrow().stats.clone();
         let (explain, result) = if loops.iter().all(|l| matches!(l.op, Op::Loop)) {
             self.run_groups(&loops, readback, still_pending).await
         } else {
             self.run_rounds(&loops, readback, still_pending).await
         };
         if !loops.is_empty() {
-            let st = self.0.rt.borrow();
+            let st = self.0.engine.rt.borrow();
             let dispatches = st.stats.last_dispatches;
             let mut text = format!("{explain}  dispatches: {dispatches}\n");
             if self.ranks() > 1 {
-                let (skipped, merged) = self.0.halo_counts.get();
+                let (skipped, merged) = self.0.dist().halo_counts.get();
                 let now = (
                     st.stats.halo_exchanges_skipped,
                     st.stats.halo_exchanges_merged,
                 );
-                self.0.halo_counts.set(now);
+                self.0.dist().halo_counts.set(now);
                 let _ = writeln!(
                     text,
                     "  halo exchanges not recorded since the last force: {} because the halo \
@@ -536,16 +551,15 @@ impl Context {
                 st.stats.bytes_allocated - before.bytes_allocated,
                 st.device_bytes()
             );
-            *self.0.explain.borrow_mut() = text;
+            *self.0.sched.explain.borrow_mut() = text;
         }
         if collective {
             let agreed = self.agree(result, &format!("running the trace ({why})"));
             if agreed.is_err() {
                 // Every rank forgets this force's exchanges alike: a later loop exchanges again.
                 for (dat, send) in recvs {
-                    dat.halo_valid.set(false);
-                    dat.halo_recv.set(0);
-                    self.0.received.borrow_mut().remove(&send);
+                    dat.state.halo_written_over();
+                    self.0.dist().received.borrow_mut().remove(&send);
                 }
             }
             return agreed;
@@ -563,14 +577,19 @@ impl Context {
     ) -> (String, Result<()>) {
         let env = fuse::FuseEnv {
             fusion: self.0.config.fusion,
-            max_storage: self.0.gpu.limits.max_storage_buffers_per_shader_stage as usize,
+            max_storage: self
+                .0
+                .engine
+                .gpu
+                .limits
+                .max_storage_buffers_per_shader_stage as usize,
             pending_reads,
         };
         let (groups, explain): (Vec<Group>, String) =
-            fuse::groups(loops, &env, &mut self.0.fuse_cache.borrow_mut());
+            fuse::groups(loops, &env, &mut self.0.sched.fuse_cache.borrow_mut());
         (
             explain,
-            runtime::exec::run(&self.0, &groups, readback).await,
+            runtime::exec::run(&self.0.engine, &groups, readback).await,
         )
     }
 }

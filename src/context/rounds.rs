@@ -21,7 +21,14 @@
 //! on every rank (`Context::agree`).
 
 use super::*;
-use crate::runtime::exec::combine;
+use crate::types::ReduceOp;
+
+/// How a Global reduced over the ranks combines.
+pub(super) fn reduce_op(access: Access) -> ReduceOp {
+    access
+        .reduction()
+        .unwrap_or_else(|| panic!("internal: a reduction over the ranks with {access}"))
+}
 
 impl Context {
     pub(super) async fn run_rounds(
@@ -141,13 +148,8 @@ impl Context {
             for e in [e1, e2].iter().filter(|e| !e.is_empty()) {
                 text.extend(e.lines().map(|l| format!("  {l}\n")));
             }
-            let core_done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-            if !core.is_empty() && failed.is_none() {
-                let flag = core_done.clone();
-                self.0.gpu.queue.on_submitted_work_done(move || {
-                    flag.store(true, std::sync::atomic::Ordering::SeqCst)
-                });
-            }
+            let core_done =
+                (!core.is_empty() && failed.is_none()).then(|| self.0.engine.done_flag());
             (0..n).filter(|&k| avail[k]).for_each(|k| done[k] = true);
             if sends.is_empty() {
                 continue;
@@ -156,11 +158,9 @@ impl Context {
             let r = self.send_and_receive(&sends);
             note(r, &mut failed);
             let took = ((crate::util::now_ms() - t0) * 1e6) as u64;
-            if !core.is_empty() && failed.is_none() {
-                #[cfg(not(target_arch = "wasm32"))]
-                let _ = self.0.gpu.device.poll(wgpu::PollType::Poll);
-                let done_first = core_done.load(std::sync::atomic::Ordering::SeqCst);
-                let mut st = self.0.rt.borrow_mut();
+            if let Some(flag) = core_done.filter(|_| failed.is_none()) {
+                let done_first = self.0.engine.poll_done(&flag);
+                let mut st = self.0.engine.rt.borrow_mut();
                 st.stats.halo_overlap_rounds += 1;
                 st.stats.halo_core_first += u64::from(done_first);
                 if !done_first {
@@ -181,7 +181,7 @@ impl Context {
         }
         match failed {
             Some(e) => Err(e),
-            None => runtime::exec::run(&self.0, &[], readback).await,
+            None => runtime::exec::run(&self.0.engine, &[], readback).await,
         }
     }
 
@@ -201,9 +201,9 @@ impl Context {
             let need: usize = halo.exchanges.iter().map(|x| x.send.len()).sum::<usize>();
             let mut words = packed.host.borrow().clone();
             words.resize(need * dat.wdim(), 0);
-            packed.alive.set(false);
+            packed.state.dropped();
             let (msgs, recvs) = dist::messages(halo, dat.wdim(), &words);
-            let tag = dist::exchange_tag(self.0.rt.borrow().stats.halo_exchanges);
+            let tag = dist::exchange_tag(self.0.engine.rt.borrow().stats.halo_exchanges);
             let what = || format!("the halo exchange of Dat `{}`", dat.name);
             // A mismatch is noted and the round's other exchanges still run (the others wait
             // for them).
@@ -216,17 +216,17 @@ impl Context {
             };
             let set = dat.set.as_ref().expect("a Dat");
             let (_, halo_words) = dist::halo_words(halo, set, dat.wdim(), got);
-            self.0.received.borrow_mut().insert(*seq, halo_words);
-            let mut st = self.0.rt.borrow_mut();
+            self.0.dist().received.borrow_mut().insert(*seq, halo_words);
+            let mut st = self.0.engine.rt.borrow_mut();
             st.stats.halo_exchanges += 1;
             st.stats.halo_messages += msgs.len() as u64;
             st.stats.halo_bytes += 4 * msgs.iter().map(|s| s.1.len() as u64).sum::<u64>();
         }
-        let delay = self.0.recv_delay_ms.get();
+        let delay = self.0.dist().recv_delay_ms.get();
         if delay > 0 {
             std::thread::sleep(std::time::Duration::from_millis(delay));
         }
-        self.0.rt.borrow_mut().stats.halo_ns += ((crate::util::now_ms() - t0) * 1e6) as u64;
+        self.0.engine.rt.borrow_mut().stats.halo_ns += ((crate::util::now_ms() - t0) * 1e6) as u64;
         failed.map_or(Ok(()), Err)
     }
 
@@ -238,14 +238,18 @@ impl Context {
             Op::Loop | Op::HaloSend { .. } => unreachable!("loops run on the device"),
             Op::HaloRecv { .. } if failed => {}
             Op::HaloRecv { dat, send } => {
-                let words = self.0.received.borrow_mut().remove(send).ok_or_else(|| {
-                    Error::Usage(format!("internal: no values received for {}", c.label()))
-                })?;
+                let words = self
+                    .0
+                    .dist()
+                    .received
+                    .borrow_mut()
+                    .remove(send)
+                    .ok_or_else(|| {
+                        Error::Usage(format!("internal: no values received for {}", c.label()))
+                    })?;
                 let start = dat.set.as_ref().map_or(0, |s| s.size() * dat.wdim());
                 self.write_now(dat, start, &words)?;
-                if dat.halo_recv.get() == c.seq {
-                    dat.halo_recv.set(0);
-                }
+                dat.state.halo_received(c.seq);
             }
             Op::ReduceBegin { local, access } => {
                 // This rank's value is read back and the non-blocking allreduce starts; its
@@ -253,22 +257,24 @@ impl Context {
                 let read = if failed {
                     Ok(())
                 } else {
-                    runtime::exec::run(&self.0, &[], std::slice::from_ref(local)).await
+                    runtime::exec::run(&self.0.engine, &[], std::slice::from_ref(local)).await
                 };
                 // After an error on this rank, its share is the identity (the force fails on
                 // every rank, but the Global stays the same everywhere).
                 let words = if failed || read.is_err() {
-                    local.dtype.identity_words(*access).repeat(local.dim)
+                    reduce_op(*access)
+                        .identity_words(local.dtype)
+                        .repeat(local.dim)
                 } else {
                     local.ensure_host_zeros();
                     local.host.borrow().clone()
                 };
                 let what = format!("the reduction of Global `{}` over the ranks", local.name);
-                let r = self
-                    .0
-                    .comm
-                    .start_all_reduce(local.dtype, *access, &words, &what);
-                self.0.reductions.borrow_mut().insert(local.id, r);
+                let r =
+                    self.0
+                        .comm
+                        .start_all_reduce(local.dtype, reduce_op(*access), &words, &what);
+                self.0.dist().reductions.borrow_mut().insert(local.id, r);
                 read?;
             }
             Op::ReduceEnd {
@@ -276,21 +282,20 @@ impl Context {
                 local,
                 access,
             } => {
-                let r = self.0.reductions.borrow_mut().remove(&local.id);
+                let r = self.0.dist().reductions.borrow_mut().remove(&local.id);
                 let r = r.ok_or_else(|| {
                     Error::Usage(format!("internal: {} before its begin", c.label()))
                 })?;
                 let mut words = r.finish();
-                local.alive.set(false);
+                local.state.dropped();
                 if *access == Access::Inc {
-                    runtime::exec::run(&self.0, &[], std::slice::from_ref(global)).await?;
+                    runtime::exec::run(&self.0.engine, &[], std::slice::from_ref(global)).await?;
                     global.ensure_host_zeros();
-                    combine(global.dtype, Access::Inc, &mut words, &global.host.borrow());
+                    ReduceOp::Sum.combine_words(global.dtype, &mut words, &global.host.borrow());
                 }
                 *global.host.borrow_mut() = words;
-                global.host_valid.set(true);
-                global.device_valid.set(false);
-                self.0.rt.borrow_mut().stats.global_reductions += 1;
+                global.state.written_on_host();
+                self.0.engine.rt.borrow_mut().stats.global_reductions += 1;
             }
         }
         Ok(())

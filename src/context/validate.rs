@@ -28,7 +28,7 @@ impl Context {
         };
         let set = space.set();
         for (i, a) in args.iter().enumerate() {
-            if !std::ptr::eq(a.data.ctx.as_ptr(), Rc::as_ptr(&self.0)) {
+            if !std::ptr::addr_eq(a.data.owner.as_ptr(), Rc::as_ptr(&self.0)) {
                 return Err(arg_err(
                     i,
                     a,
@@ -155,7 +155,7 @@ impl Context {
                     ));
                 }
             }
-            let max = self.0.gpu.limits.max_storage_buffer_binding_size;
+            let max = self.0.engine.gpu.limits.max_storage_buffer_binding_size;
             if a.data.bytes() > max {
                 return Err(arg_err(
                     i,
@@ -185,7 +185,12 @@ impl Context {
                     .any(|a| matches!(a.via, Via::Global) && a.access.is_reduction()),
             );
         let need = ids.len() + extra;
-        let limit = self.0.gpu.limits.max_storage_buffers_per_shader_stage as usize;
+        let limit = self
+            .0
+            .engine
+            .gpu
+            .limits
+            .max_storage_buffers_per_shader_stage as usize;
         if need > limit {
             return Err(Error::ParLoop(format!(
                 "{name}: needs {need} storage buffers (Dats, Globals, Maps and plan arrays), the adapter \
@@ -205,7 +210,9 @@ impl Context {
                 crate::runtime::lower::F64_RACES
             )));
         }
-        if racing_f32 && self.0.config.strategy == Strategy::Atomics && !self.0.gpu.float_atomics()
+        if racing_f32
+            && self.0.config.strategy == Strategy::Atomics
+            && !self.0.engine.gpu.float_atomics()
         {
             return Err(Error::ParLoop(format!(
                 "{name}: strategy `atomics` needs native f32 atomics (SHADER_FLOAT32_ATOMIC), which \
@@ -221,9 +228,9 @@ impl Context {
         }
         let expected: Vec<(DType, usize)> =
             args.iter().map(|a| (a.data.dtype, a.width())).collect();
-        let consts = self.0.consts.borrow();
+        let consts = self.0.sched.consts.borrow();
         kernel
-            .check(&consts, &expected, self.0.gpu.capabilities())
+            .check(&consts, &expected, self.0.engine.gpu.capabilities())
             .map_err(|p| match p {
                 KernelProblem::Wgsl { line, column, message } => Error::Kernel(format!(
                     "{name}: kernel `{}` does not compile: line {line}, column {column} of the kernel: {message}",

@@ -7,16 +7,20 @@
 
 mod arg;
 pub mod halo;
+mod host;
 mod map;
+mod residency;
 
 pub(crate) use arg::Via;
 pub use arg::{Arg, Indirect};
+pub(crate) use host::{Intent, Owner};
 pub use map::Map;
 pub(crate) use map::{MapInner, injectivity};
+pub(crate) use residency::Residency;
 
 use crate::error::{Error, Result};
 use crate::types::{Access, DType, Scalar};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::rc::{Rc, Weak};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -336,18 +340,12 @@ pub(crate) struct DataInner {
     pub set: Option<Set>,
     pub dim: usize,
     pub dtype: DType,
-    pub ctx: Weak<crate::context::Inner>,
+    /// The Context that made it (forces the trace for host access).
+    pub owner: Weak<dyn Owner>,
     /// Host copy as 4-byte words, two per f64 (empty until first needed).
     pub host: RefCell<Vec<u32>>,
-    pub host_valid: Cell<bool>,
-    pub device_valid: Cell<bool>,
-    /// The user still holds a handle: its value may be read later.
-    pub alive: Cell<bool>,
-    /// On a distributed set: the halo holds the owners' current values.
-    pub halo_valid: Cell<bool>,
-    /// Lazy mode: the HaloRecv, still in the trace, that makes the halo current (0: none;
-    /// `halo_valid` then says whether it is current already).
-    pub halo_recv: Cell<u64>,
+    /// Which copy is current, whether the halo is (changed only through its transitions).
+    pub state: Residency,
 }
 
 impl DataInner {
@@ -375,11 +373,11 @@ impl DataInner {
     /// Makes the host copy hold the current value when neither copy is valid (never written:
     /// zeros).
     pub fn ensure_host_zeros(&self) {
-        if !self.host_valid.get() && !self.device_valid.get() {
+        if self.state.zeros() {
             let mut h = self.host.borrow_mut();
             h.clear();
             h.resize(self.words(), 0);
-            self.host_valid.set(true);
+            self.state.copied_to_host();
         }
     }
 }
@@ -398,12 +396,12 @@ pub struct Global<T: Scalar> {
 
 impl<T: Scalar> Drop for Dat<T> {
     fn drop(&mut self) {
-        self.inner.alive.set(false);
+        self.inner.state.dropped();
     }
 }
 impl<T: Scalar> Drop for Global<T> {
     fn drop(&mut self) {
-        self.inner.alive.set(false);
+        self.inner.state.dropped();
     }
 }
 

@@ -3,11 +3,10 @@
 //! a neighbour exchange of u32 words, reductions of a Global's words, and a gather to rank 0.
 
 use crate::error::{Error, Result};
-use crate::types::{Access, DType};
+use crate::types::{DType, ReduceOp};
 use std::rc::Rc;
 
 /// The default wait for other ranks before a job is aborted (`Config::comm_timeout_s`).
-pub(crate) const DEFAULT_TIMEOUT_S: f64 = 600.0;
 
 /// Which processes a [`crate::Context`] shares its mesh with. Cheap to clone.
 #[derive(Clone)]
@@ -30,7 +29,7 @@ impl Comm {
     pub fn single() -> Comm {
         Comm(
             Rc::new(Inner::Single),
-            Rc::new(std::cell::Cell::new(DEFAULT_TIMEOUT_S)),
+            Rc::new(std::cell::Cell::new(crate::config::DEFAULT_COMM_TIMEOUT_S)),
         )
     }
 
@@ -55,7 +54,7 @@ impl Comm {
                 world,
                 _universe: universe,
             }),
-            Rc::new(std::cell::Cell::new(DEFAULT_TIMEOUT_S)),
+            Rc::new(std::cell::Cell::new(crate::config::DEFAULT_COMM_TIMEOUT_S)),
         ))
     }
 
@@ -200,8 +199,8 @@ impl Comm {
 
     /// Combines a Global's words over all ranks: the sum (INC), least (MIN) or greatest (MAX)
     /// of each value, for the Global's type (the non-blocking reduction, waited for at once).
-    pub(crate) fn all_reduce(&self, dtype: DType, access: Access, words: &mut [u32], what: &str) {
-        let reduced = self.start_all_reduce(dtype, access, words, what).finish();
+    pub(crate) fn all_reduce(&self, dtype: DType, op: ReduceOp, words: &mut [u32], what: &str) {
+        let reduced = self.start_all_reduce(dtype, op, words, what).finish();
         words.copy_from_slice(&reduced);
     }
 
@@ -211,7 +210,7 @@ impl Comm {
     pub(crate) fn start_all_reduce(
         &self,
         dtype: DType,
-        access: Access,
+        op: ReduceOp,
         words: &[u32],
         what: &str,
     ) -> Reduction {
@@ -223,13 +222,10 @@ impl Comm {
             #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
             Inner::Mpi { world, .. } => {
                 use mpi::collective::SystemOperation;
-                let op = match access {
-                    Access::Min => SystemOperation::min(),
-                    Access::Max => SystemOperation::max(),
-                    Access::Inc => SystemOperation::sum(),
-                    Access::Read | Access::Write | Access::Rw => {
-                        unreachable!("only reductions are combined over ranks")
-                    }
+                let op = match op {
+                    ReduceOp::Min => SystemOperation::min(),
+                    ReduceOp::Max => SystemOperation::max(),
+                    ReduceOp::Sum => SystemOperation::sum(),
                 };
                 let what = what.to_string();
                 let p = (self.rank(), self.size(), self.1.get());

@@ -26,7 +26,6 @@ mod kway;
 mod tests;
 
 pub use comm::Comm;
-pub(crate) use comm::DEFAULT_TIMEOUT_S;
 pub(crate) use comm::Reduction;
 pub use distribute::{Distributed, Distribution, GlobalDat, GlobalMap, GlobalSet, Partitioner};
 

@@ -153,7 +153,7 @@ fn signature(loops: &[Rc<LoopRecord>], env: &FuseEnv) -> (String, Vec<u64>) {
             let _ = write!(
                 s,
                 "{d}{}{}{via}{:?},",
-                if a.data.alive.get() { "a" } else { "x" },
+                if a.data.state.alive() { "a" } else { "x" },
                 if env.pending_reads.contains(&a.data.id) {
                     "p"
                 } else {
@@ -258,7 +258,7 @@ fn partition(loops: &[Rc<LoopRecord>], env: &FuseEnv, data_ids: &[u64]) -> Cache
             .collect();
         let first = &loops[users[0]];
         let arg0 = first.args.iter().find(|a| a.data.id == id).expect("user");
-        let ok = !arg0.data.alive.get()
+        let ok = !arg0.data.state.alive()
             && !arg0.data.is_global()
             && !env.pending_reads.contains(&id)
             && users.iter().all(|&l| group_of[l] == group_of[users[0]])

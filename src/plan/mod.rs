@@ -8,8 +8,12 @@
 
 mod colour;
 
-use crate::codegen::{PLAN_HEADER_FIXED, PLAN_HEADER_PER_MAP};
 use colour::{Entry, greedy, masks};
+
+/// Words of the plan header (offsets of the plan arrays) before the staged maps' entries.
+pub const PLAN_HEADER_FIXED: usize = 6;
+/// Plan header entries per staged map.
+pub const PLAN_HEADER_PER_MAP: usize = 3;
 
 /// One racing argument: increments through `map` (at index `idx`, or all indices) into
 /// `space` (one space per racing Dat).

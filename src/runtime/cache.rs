@@ -62,15 +62,15 @@ pub(super) fn data_buffer(
         if zeroed {
             st.stats.data_bytes += buf.size;
         }
-        if !d.host_valid.get() && !d.device_valid.get() {
+        if d.state.zeros() {
             if !zeroed {
                 encoder.clear_buffer(&buf.buffer, 0, None);
             }
-            d.device_valid.set(true);
+            d.state.copied_to_device();
         }
         st.data.insert(d.id, (Rc::downgrade(d), buf));
     }
-    if d.host_valid.get() && !d.device_valid.get() {
+    if d.state.host_valid() && !d.state.device_valid() {
         let host = d.host.borrow();
         if !host.is_empty() {
             let soa = st
@@ -80,7 +80,7 @@ pub(super) fn data_buffer(
             gpu.queue
                 .write_buffer(&st.data[&d.id].1.buffer, 0, bytemuck::cast_slice(words));
         }
-        d.device_valid.set(true);
+        d.state.copied_to_device();
         st.stats.uploads += 1;
     }
     Ok((st.data[&d.id].1.id, bound(bytes)))

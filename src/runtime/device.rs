@@ -4,34 +4,9 @@
 //! adapter's own limits natively (WebGPU's defaults in the browser) and f32 atomics and
 //! timestamp queries when the adapter has them.
 
+use crate::config::AdapterChoice;
 use crate::error::{Error, Result};
 use std::sync::{Arc, Mutex};
-
-/// Which adapter to use.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum AdapterChoice {
-    /// Hardware if present, else software.
-    #[default]
-    Auto,
-    /// A hardware adapter, or an error if there is none.
-    Hardware,
-    /// A software adapter (lavapipe, llvmpipe, WARP), or an error if there is none.
-    Software,
-    /// The first adapter whose name contains this (case-insensitive).
-    Name(String),
-}
-
-impl AdapterChoice {
-    /// Reads `PARLOOP_ADAPTER`'s syntax: `auto`, `hardware`, `software`, or part of an adapter's name.
-    pub fn parse(s: &str) -> AdapterChoice {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "" | "auto" => AdapterChoice::Auto,
-            "hardware" | "hw" | "gpu" => AdapterChoice::Hardware,
-            "software" | "sw" | "cpu" => AdapterChoice::Software,
-            other => AdapterChoice::Name(other.to_string()),
-        }
-    }
-}
 
 /// The device and what it can do.
 pub struct Gpu {

@@ -7,13 +7,11 @@ use super::cache::{bind_group, data_buffer, ensure_pipeline, ensure_plan};
 use super::check::{CHECK, Checks};
 use super::lower::{Lowered, Resource, lower};
 use super::readback::{read_staging, read_words, record_times};
-use super::{Pipeline, PlanEntry, State, host};
+use super::{Engine, Pipeline, PlanEntry, State, host};
 use crate::codegen::{self, Params, Schedule, reduce};
-use crate::context::Inner;
 use crate::data::DataInner;
 use crate::error::{Error, Result};
 use crate::fuse::Group;
-use crate::types::{Access, DType};
 use std::collections::HashSet;
 use std::rc::Rc;
 
@@ -31,7 +29,7 @@ pub(super) struct Cmd {
 }
 
 /// Runs `groups` in order and leaves `readback` valid on the host.
-pub(crate) async fn run(ctx: &Inner, groups: &[Group], readback: &[Rc<DataInner>]) -> Result<()> {
+pub(crate) async fn run(ctx: &Engine, groups: &[Group], readback: &[Rc<DataInner>]) -> Result<()> {
     let mut i = 0;
     while i < groups.len() {
         if groups[i].host {
@@ -62,7 +60,7 @@ pub(crate) async fn run(ctx: &Inner, groups: &[Group], readback: &[Rc<DataInner>
 
 /// Makes `d`'s device copy current (created, uploaded or cleared as at a loop's first use) and
 /// submits that.
-pub(crate) fn upload(ctx: &Inner, d: &Rc<DataInner>) -> Result<()> {
+pub(crate) fn upload(ctx: &Engine, d: &Rc<DataInner>) -> Result<()> {
     let gpu = &ctx.gpu;
     let mut encoder = gpu
         .device
@@ -79,6 +77,37 @@ pub(crate) fn upload(ctx: &Inner, d: &Rc<DataInner>) -> Result<()> {
     Ok(())
 }
 
+/// Writes `words` at word `start` of `d`'s device copy now (a received halo), component by
+/// component for struct-of-arrays Dats. A device copy without a buffer is lost: the host
+/// copy then holds the value.
+pub(crate) fn write_device(ctx: &Engine, d: &Rc<DataInner>, start: usize, words: &[u32]) {
+    let st = ctx.rt.borrow();
+    let Some((_, buf)) = st.data.get(&d.id) else {
+        d.state.device_lost();
+        return;
+    };
+    if st.is_soa(d) {
+        // Component by component: each is a contiguous range on the device.
+        let (w, dim) = (d.dtype.words(), d.dim);
+        let n = d.set.as_ref().map_or(1, crate::data::Set::total);
+        let (e0, m) = (start / (dim * w), words.len() / (dim * w));
+        for k in 0..dim {
+            let comp: Vec<u32> = (0..m)
+                .flat_map(|i| &words[(i * dim + k) * w..(i * dim + k + 1) * w])
+                .copied()
+                .collect();
+            let at = 4 * ((k * n + e0) * w) as u64;
+            ctx.gpu
+                .queue
+                .write_buffer(&buf.buffer, at, bytemuck::cast_slice(&comp));
+        }
+    } else {
+        ctx.gpu
+            .queue
+            .write_buffer(&buf.buffer, 4 * start as u64, bytemuck::cast_slice(words));
+    }
+}
+
 /// Data a host group touches (it needs current host copies of all of it).
 fn host_data(g: &Group) -> Vec<Rc<DataInner>> {
     let mut seen = HashSet::new();
@@ -91,12 +120,11 @@ fn host_data(g: &Group) -> Vec<Rc<DataInner>> {
 }
 
 /// Encodes and submits `groups`, then reads back whichever of `want` the host lacks.
-async fn fetch(ctx: &Inner, groups: &[Group], want: &[Rc<DataInner>]) -> Result<()> {
+async fn fetch(ctx: &Engine, groups: &[Group], want: &[Rc<DataInner>]) -> Result<()> {
     let gpu = &ctx.gpu;
     // What needs a readback is known only after the groups are encoded (they mark what they
     // write as current on the device).
-    let needs_readback =
-        |d: &Rc<DataInner>| !d.host_valid.get() && d.device_valid.get() && d.len() > 0;
+    let needs_readback = |d: &Rc<DataInner>| d.state.device_only() && d.len() > 0;
     if groups.is_empty() && !want.iter().any(needs_readback) {
         return Ok(());
     }
@@ -115,7 +143,7 @@ async fn fetch(ctx: &Inner, groups: &[Group], want: &[Rc<DataInner>]) -> Result<
     let staging = {
         let mut st = ctx.rt.borrow_mut();
         st.purge();
-        let choice = ctx.choice();
+        let choice = ctx.choice;
         let mut params: Vec<(Params, Rc<[u32]>)> = Vec::new();
         let mut cmds: Vec<Cmd> = Vec::new();
         let mut scratch_words = 0u64;
@@ -204,7 +232,7 @@ async fn fetch(ctx: &Inner, groups: &[Group], want: &[Rc<DataInner>]) -> Result<
         }
         // One compute pass for the whole region; when profiling with timestamp queries, one
         // pass per group with its start and end written to a query set.
-        let profiling = ctx.config.profile && gpu.timestamps() && !cmds.is_empty();
+        let profiling = ctx.profile && gpu.timestamps() && !cmds.is_empty();
         let queries = profiling.then(|| {
             gpu.device.create_query_set(&wgpu::QuerySetDescriptor {
                 label: Some("parloop profile"),
@@ -313,7 +341,7 @@ const SCRATCH: u64 = u64::MAX;
 /// `check_base` of the check buffer).
 #[allow(clippy::too_many_arguments)]
 fn encode_group(
-    ctx: &Inner,
+    ctx: &Engine,
     st: &mut State,
     encoder: &mut wgpu::CommandEncoder,
     g: &Group,
@@ -429,7 +457,6 @@ fn encode_group(
         )));
     }
     let grid_max = ctx
-        .config
         .grid_limit
         .map_or(u32::MAX, |l| l.max(1))
         .min(gpu.limits.max_compute_workgroups_per_dimension);
@@ -494,8 +521,7 @@ fn encode_group(
     for (res, b) in lw.resources.iter().zip(&lw.ir.bindings) {
         if let Resource::Data(d) = res {
             if b.writable {
-                d.device_valid.set(true);
-                d.host_valid.set(false);
+                d.state.written_on_device();
             }
         }
     }
@@ -515,33 +541,4 @@ fn grid(nwg: u32, max: u32) -> (u32, u32) {
 /// Bytes a storage binding covers (at least 4).
 pub(super) fn bound(bytes: u64) -> u64 {
     bytes.max(4)
-}
-
-/// Combines reduction values on the host: `acc[i] = acc[i] op x[i]` for each value (words
-/// of `dtype`, so two per f64).
-pub(crate) fn combine(dtype: DType, access: Access, acc: &mut [u32], x: &[u32]) {
-    fn each<T: bytemuck::Pod>(acc: &mut [u32], x: &[u32], f: impl Fn(T, T) -> T) {
-        let n = std::mem::size_of::<T>() / 4;
-        for (a, b) in acc.chunks_exact_mut(n).zip(x.chunks_exact(n)) {
-            let v = f(
-                bytemuck::pod_read_unaligned(bytemuck::cast_slice(a)),
-                bytemuck::pod_read_unaligned(bytemuck::cast_slice(b)),
-            );
-            a.copy_from_slice(bytemuck::cast_slice(&[v]));
-        }
-    }
-    match (dtype, access) {
-        (DType::F32, Access::Min) => each(acc, x, f32::min),
-        (DType::F32, Access::Max) => each(acc, x, f32::max),
-        (DType::F32, _) => each(acc, x, |a: f32, b| a + b),
-        (DType::F64, Access::Min) => each(acc, x, f64::min),
-        (DType::F64, Access::Max) => each(acc, x, f64::max),
-        (DType::F64, _) => each(acc, x, |a: f64, b| a + b),
-        (DType::U32, Access::Min) => each(acc, x, u32::min),
-        (DType::U32, Access::Max) => each(acc, x, u32::max),
-        (DType::U32, _) => each(acc, x, u32::wrapping_add),
-        (DType::I32, Access::Min) => each(acc, x, i32::min),
-        (DType::I32, Access::Max) => each(acc, x, i32::max),
-        (DType::I32, _) => each(acc, x, i32::wrapping_add),
-    }
 }

@@ -2,7 +2,6 @@
 //! gather / call / scatter semantics as the generated shaders (reductions start from their
 //! identity and are combined afterwards).
 
-use super::exec::combine;
 use crate::data::{DataInner, Via};
 use crate::error::{Error, Result};
 use crate::fuse::Group;
@@ -31,14 +30,14 @@ pub(crate) fn run_group(g: &Group) -> Result<u64> {
         }
         for d in &data {
             d.ensure_host_zeros();
-            if !d.host_valid.get() {
+            if !d.state.host_valid() {
                 return Err(Error::Device(format!(
                     "internal: host copy of `{}` is stale for {}",
                     d.name,
                     lp.name()
                 )));
             }
-            copied += u64::from(d.device_valid.get()) * d.len() as u64;
+            copied += u64::from(d.state.device_valid()) * d.len() as u64;
         }
         let mut hosts: Vec<RefMut<Vec<u32>>> = Vec::with_capacity(data.len());
         for d in &data {
@@ -73,8 +72,8 @@ pub(crate) fn run_group(g: &Group) -> Result<u64> {
                 let src = &hosts[slot[i]];
                 let v = &mut values[i];
                 // What a GPU kernel sees: reductions their identity, WRITE zeros.
-                if a.access.is_reduction() {
-                    let id = a.data.dtype.identity_words(a.access);
+                if let Some(op) = a.access.reduction() {
+                    let id = op.identity_words(a.data.dtype);
                     v.chunks_exact_mut(id.len())
                         .for_each(|c| c.copy_from_slice(&id));
                     continue;
@@ -101,8 +100,8 @@ pub(crate) fn run_group(g: &Group) -> Result<u64> {
                 let v = &values[i];
                 for (k, t) in targets(&a.via, e).into_iter().enumerate() {
                     let (cell, x) = (&mut dst[t * dim..(t + 1) * dim], &v[k * dim..(k + 1) * dim]);
-                    if a.access.is_reduction() {
-                        combine(a.data.dtype, a.access, cell, x);
+                    if let Some(op) = a.access.reduction() {
+                        op.combine_words(a.data.dtype, cell, x);
                     } else {
                         cell.copy_from_slice(x);
                     }
@@ -112,8 +111,7 @@ pub(crate) fn run_group(g: &Group) -> Result<u64> {
         drop(hosts);
         for (a, d) in lp.args.iter().map(|a| (a, &a.data)) {
             if a.access.writes() {
-                d.host_valid.set(true);
-                d.device_valid.set(false);
+                d.state.written_on_host();
             }
         }
     }

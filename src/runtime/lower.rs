@@ -5,62 +5,15 @@
 
 use crate::codegen::{
     ArgIr, ArgSource, Atomic, BindingIr, BindingKind, GroupIr, LoopIr, ReductionIr, RegisterIr,
-    Schedule, StagedMapIr, Staging,
+    Schedule, StagedMapIr,
 };
+use crate::config::{Staging, Strategy};
 use crate::data::{DataInner, IterSpace, Map, Subset, Via};
 use crate::fuse::Group;
 use crate::plan::PlanConfig;
-use crate::types::{Access, DType};
+use crate::types::{Access, DType, ReduceOp};
 use std::fmt::Write;
 use std::rc::Rc;
-
-/// How racing increments (INC/MIN/MAX through a map) are made safe.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum Strategy {
-    /// `atomics` on GPUs with native f32 atomics, else `global-colour` (CPU adapters,
-    /// adapters without float atomics; see ARCHITECTURE.md for the measurements behind this
-    /// choice).
-    #[default]
-    Auto,
-    /// Coloured mini-partitions, one per workgroup, with staging.
-    Hierarchical,
-    /// One-level element colouring, one dispatch per colour.
-    GlobalColour,
-    /// Native f32 atomics (adapters with SHADER_FLOAT32_ATOMIC).
-    Atomics,
-    /// Compare-and-swap on u32 bit patterns.
-    Cas,
-    /// Mini-partitions (one per workgroup) whose increments are combined in workgroup memory
-    /// with workgroup atomics (compare-and-swap on u32 bit patterns for f32), no thread
-    /// colours; block colours for the write to global memory. Needs no float atomics.
-    Staged,
-}
-
-impl Strategy {
-    /// Reads `PARLOOP_STRATEGY`'s syntax (`auto`, `hierarchical`, `global-colour`, `atomics`, `cas`).
-    pub fn parse(s: &str) -> Option<Strategy> {
-        Some(match s.trim().to_ascii_lowercase().as_str() {
-            "auto" | "" => Strategy::Auto,
-            "hierarchical" => Strategy::Hierarchical,
-            "global-colour" | "global-color" | "colour" | "color" => Strategy::GlobalColour,
-            "atomics" => Strategy::Atomics,
-            "cas" => Strategy::Cas,
-            "staged" => Strategy::Staged,
-            _ => return None,
-        })
-    }
-    /// The strategy's name, as `parse` reads it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::Auto => "auto",
-            Strategy::Hierarchical => "hierarchical",
-            Strategy::GlobalColour => "global-colour",
-            Strategy::Atomics => "atomics",
-            Strategy::Cas => "cas",
-            Strategy::Staged => "staged",
-        }
-    }
-}
 
 /// The execution knobs lowering needs.
 #[derive(Clone, Copy, Debug)]
@@ -248,11 +201,16 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
                     ArgSource::Global { binding, red }
                 }
                 Via::Map(m, _) | Via::MapAll(m) => {
-                    let atomic = match (&schedule, racing.contains(&(l, ai))) {
-                        (Schedule::Atomics | Schedule::Cas, true) => {
+                    let atomic = match &schedule {
+                        Schedule::Atomics | Schedule::Cas if racing.contains(&(l, ai)) => {
                             atomic_kind(&schedule, d.dtype, a.access)
                         }
-                        _ => Atomic::No,
+                        Schedule::Atomics
+                        | Schedule::Cas
+                        | Schedule::Direct
+                        | Schedule::GlobalColour
+                        | Schedule::Hierarchical(_)
+                        | Schedule::Staged => Atomic::No,
                     };
                     let dat = b.data(d, a.access.writes(), atomic);
                     let map = b.map(m);
@@ -446,11 +404,16 @@ pub(crate) const F64_RACES: &str = "f64 increments through a map need a colourin
      has no 64-bit atomics, so `atomics`, `cas` and `staged` cannot apply them; use `auto`, \
      `global-colour` or `hierarchical`";
 
+/// How a racing argument is applied under `atomics` or `cas`: integers and (under `atomics`)
+/// f32 sums natively, the rest by compare-and-swap on the bit patterns.
 fn atomic_kind(schedule: &Schedule, dtype: DType, access: Access) -> Atomic {
-    match (schedule, dtype, access) {
-        (_, DType::U32 | DType::I32, _) => Atomic::Native,
-        (Schedule::Atomics, DType::F32, Access::Inc) => Atomic::Native,
-        _ => Atomic::Bits,
+    let native_sum = matches!(schedule, Schedule::Atomics);
+    match (dtype, access.reduction()) {
+        (DType::U32 | DType::I32, _) => Atomic::Native,
+        (DType::F32, Some(ReduceOp::Sum)) if native_sum => Atomic::Native,
+        (DType::F32 | DType::F64, Some(ReduceOp::Sum | ReduceOp::Min | ReduceOp::Max) | None) => {
+            Atomic::Bits
+        }
     }
 }
 

@@ -13,12 +13,89 @@ mod host;
 pub(crate) mod lower;
 mod readback;
 
+use crate::config::Config;
 use crate::data::{DataInner, MapInner, SubsetInner};
 use crate::plan::{BlockPlan, ColourPlan};
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::{Rc, Weak};
 
-pub use device::{AdapterChoice, Gpu};
+pub use device::Gpu;
+
+/// The device side of a Context: the device, everything held on it, the shaders of the last
+/// force, and the settings that decide how work is encoded. Every runtime function takes it;
+/// nothing outside the runtime calls wgpu.
+pub(crate) struct Engine {
+    pub gpu: Gpu,
+    pub rt: RefCell<State>,
+    /// The WGSL of the groups the last force ran.
+    pub shaders: RefCell<Vec<String>>,
+    /// The execution knobs lowering needs (from the configuration and the adapter).
+    pub choice: lower::Choice,
+    /// Time each group with timestamp queries (`Config::profile`).
+    pub profile: bool,
+    /// `Config::grid_limit`.
+    pub grid_limit: Option<u32>,
+}
+
+impl Engine {
+    pub fn new(gpu: Gpu, config: &Config) -> Engine {
+        let choice = lower::Choice {
+            strategy: config.strategy,
+            staging: config.staging,
+            block_size: config.block_size,
+            balance: config.balance_colours,
+            workgroup_size: config.workgroup_size,
+            float_atomics: gpu.float_atomics(),
+            cpu_adapter: gpu.info.device_type == wgpu::DeviceType::Cpu,
+            soa: config.soa,
+            workgroup_memory: gpu.limits.max_compute_workgroup_storage_size as usize,
+            check: config.check,
+        };
+        Engine {
+            rt: RefCell::new(State::with_soa(config.soa)),
+            shaders: RefCell::new(Vec::new()),
+            choice,
+            profile: config.profile,
+            grid_limit: config.grid_limit,
+            gpu,
+        }
+    }
+
+    /// Waits until the device has finished everything submitted (natively; the browser
+    /// cannot wait).
+    pub fn wait_idle(&self) {
+        #[cfg(not(target_arch = "wasm32"))]
+        let _ = self.gpu.device.poll(wgpu::PollType::wait_indefinitely());
+    }
+
+    /// A flag that turns true once the work submitted so far has completed (checked with
+    /// [`Engine::poll_done`]).
+    pub fn done_flag(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let f = flag.clone();
+        self.gpu
+            .queue
+            .on_submitted_work_done(move || f.store(true, std::sync::atomic::Ordering::SeqCst));
+        flag
+    }
+
+    /// The device buffer of `d`, when it has one.
+    pub fn buffer(&self, d: &DataInner) -> Option<wgpu::Buffer> {
+        self.rt
+            .borrow()
+            .data
+            .get(&d.id)
+            .map(|(_, b)| b.buffer.clone())
+    }
+
+    /// Whether the work behind `flag` has completed, without waiting for it.
+    pub fn poll_done(&self, flag: &std::sync::atomic::AtomicBool) -> bool {
+        #[cfg(not(target_arch = "wasm32"))]
+        let _ = self.gpu.device.poll(wgpu::PollType::Poll);
+        flag.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
 
 /// A device buffer with a process-unique id (bind groups are cached by buffer ids).
 pub(crate) struct Buf {

@@ -2,7 +2,7 @@
 //! copies, the profiler's timestamps, checking mode's records.
 
 use super::Buf;
-use crate::context::Inner;
+use super::Engine;
 use crate::data::DataInner;
 use crate::error::{Error, Result};
 use crate::fuse::Group;
@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 /// Adds each group's GPU time (from its pass's timestamps) to the per-group totals.
 pub(super) async fn record_times(
-    ctx: &Inner,
+    ctx: &Engine,
     groups: &[Group],
     buf: Buf,
     used: &[bool],
@@ -36,7 +36,7 @@ pub(super) async fn record_times(
 
 /// Maps one readback buffer and returns its first `bytes` as words (`what` names it in
 /// errors).
-pub(super) async fn read_words(ctx: &Inner, buf: Buf, bytes: u64, what: &str) -> Result<Vec<u32>> {
+pub(super) async fn read_words(ctx: &Engine, buf: Buf, bytes: u64, what: &str) -> Result<Vec<u32>> {
     let (tx, rx) = futures::channel::oneshot::channel();
     buf.buffer
         .map_async(wgpu::MapMode::Read, 0..bytes, move |r| {
@@ -60,7 +60,7 @@ pub(super) async fn read_words(ctx: &Inner, buf: Buf, bytes: u64, what: &str) ->
 }
 
 /// Maps the readback buffers and copies them into the host copies.
-pub(super) async fn read_staging(ctx: &Inner, staging: Vec<(Rc<DataInner>, Buf)>) -> Result<()> {
+pub(super) async fn read_staging(ctx: &Engine, staging: Vec<(Rc<DataInner>, Buf)>) -> Result<()> {
     if staging.is_empty() {
         return Ok(());
     }
@@ -121,7 +121,7 @@ pub(super) async fn read_staging(ctx: &Inner, staging: Vec<(Rc<DataInner>, Buf)>
             }
         }
         buf.buffer.unmap();
-        d.host_valid.set(true);
+        d.state.copied_to_host();
         ctx.rt.borrow_mut().release_staging(buf);
     }
     Ok(())

@@ -386,7 +386,7 @@ pub fn live_mask(loops: &[Rc<LoopRecord>], mut read_later: BTreeSet<u64>) -> Vec
         // Exchanges and reductions are collective: every rank runs them.
         let live = !matches!(lp.op, Op::Loop)
             || lp.args.iter().any(|a| {
-                a.access.writes() && (a.data.alive.get() || read_later.contains(&a.data.id))
+                a.access.writes() && (a.data.state.alive() || read_later.contains(&a.data.id))
             });
         if live {
             keep[k] = true;

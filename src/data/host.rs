@@ -1,10 +1,48 @@
 //! Host access to Dats and Globals: every access forces the trace with its intent (seed 004,
-//! docs/background.md) and reads back what the host does not hold yet.
+//! docs/background.md) through the [`Owner`] that made the data, and reads back what the host
+//! does not hold yet.
 
-use super::*;
+use super::{Dat, DataInner, Global};
+use crate::error::{Error, Result};
+use crate::types::Scalar;
+use crate::util::block;
+use futures::future::LocalBoxFuture;
+use std::cell::{Ref, RefMut};
+use std::rc::Rc;
 
-fn context_of(d: &DataInner) -> Result<Context> {
-    d.ctx.upgrade().map(Context).ok_or_else(|| {
+/// What a host access means to the lazy trace (seed 004's forcing rule).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Intent {
+    /// `data_ro()`, `Global::value()`: the pending writers run, the value is read back.
+    Read,
+    /// `data()`: the pending readers and writers run, the value is read back.
+    ReadWrite,
+    /// A host write: the pending readers and writers run, nothing is read back.
+    Write,
+}
+
+/// What data needs from the Context that made it; the context implements it (`data` never
+/// names the context): forcing the trace for a host access, and, on N ranks, the collective
+/// steps of `set_data`, `scatter` and `gather`.
+pub(crate) trait Owner {
+    /// Runs what an access to `d` with `intent` needs; a read leaves `d`'s host copy current.
+    fn force(
+        self: Rc<Self>,
+        d: Rc<DataInner>,
+        intent: Intent,
+    ) -> LocalBoxFuture<'static, Result<()>>;
+    /// An error on one rank becomes an error on every rank (`dist::Comm::agree`).
+    fn agree(&self, result: Result<()>, what: &str) -> Result<()>;
+    /// This process's rank.
+    fn rank(&self) -> usize;
+    /// Rank 0's `words` on every rank.
+    fn broadcast(&self, words: &mut [u32], what: &str);
+    /// Every rank's `words`, on rank 0 (None elsewhere).
+    fn gather(&self, words: &[u32], what: &str) -> Option<Vec<Vec<u32>>>;
+}
+
+fn owner_of(d: &DataInner) -> Result<Rc<dyn Owner>> {
+    d.owner.upgrade().ok_or_else(|| {
         Error::Usage(format!(
             "the Context of {} `{}` was dropped",
             d.kind(),
@@ -13,31 +51,22 @@ fn context_of(d: &DataInner) -> Result<Context> {
     })
 }
 
-fn all_sections(d: &DataInner) -> AccessSet {
-    AccessSet::of(d.id, section::ALL)
-}
-
 impl DataInner {
     /// Forces what reading (and, with `write`, writing) this data needs and reads it back.
-    pub(super) async fn sync_host(self: &Rc<Self>, write: bool) -> Result<()> {
-        let ctx = context_of(self)?;
-        let r = all_sections(self);
-        let w = if write { r.clone() } else { AccessSet::new() };
-        ctx.force_async(
-            &r,
-            &w,
-            std::slice::from_ref(self),
-            if write { "data()" } else { "data_ro()" },
-        )
-        .await?;
+    pub(crate) async fn sync_host(self: &Rc<Self>, write: bool) -> Result<()> {
+        let intent = if write {
+            Intent::ReadWrite
+        } else {
+            Intent::Read
+        };
+        owner_of(self)?.force(self.clone(), intent).await?;
         self.ensure_host_zeros();
         Ok(())
     }
 
     /// Runs pending readers and writers, then replaces the host copy.
-    pub(super) fn write_host(self: &Rc<Self>, words: &[u32]) -> Result<()> {
-        let ctx = context_of(self)?;
-        ctx.force(&AccessSet::new(), &all_sections(self), &[], "host write")?;
+    pub(crate) fn write_host(self: &Rc<Self>, words: &[u32]) -> Result<()> {
+        block(owner_of(self)?.force(self.clone(), Intent::Write))?;
         let mut h = self.host.try_borrow_mut().map_err(|_| {
             Error::Usage(format!(
                 "{} `{}` is borrowed by a data guard: drop it before writing",
@@ -47,8 +76,7 @@ impl DataInner {
         })?;
         h.clear();
         h.extend_from_slice(words);
-        self.host_valid.set(true);
-        self.device_valid.set(false);
+        self.state.written_on_host();
         Ok(())
     }
 
@@ -57,8 +85,7 @@ impl DataInner {
     /// rank records).
     fn halo_stale_after_write(&self) {
         if self.set.as_ref().is_some_and(|s| s.halo().is_some()) {
-            self.halo_valid.set(false);
-            self.halo_recv.set(0);
+            self.state.halo_written_over();
         }
     }
 
@@ -105,8 +132,7 @@ impl DataInner {
         let n = self.visible();
         let guard = RefMut::filter_map(r, |v| bytemuck::try_cast_slice_mut(&mut v[..n]).ok())
             .map_err(|_| misaligned(self))?;
-        self.device_valid.set(false);
-        self.host_valid.set(true);
+        self.state.written_on_host();
         self.halo_stale_after_write();
         Ok(guard)
     }
@@ -186,7 +212,7 @@ impl<T: Scalar> Dat<T> {
         // On N ranks a wrong length on one rank fails every rank before the collective force.
         if self.inner.set.as_ref().is_some_and(|s| s.halo().is_some()) {
             let what = format!("set_data of Dat `{}`", self.inner.name);
-            context_of(&self.inner)?.agree(checked, &what)?;
+            owner_of(&self.inner)?.agree(checked, &what)?;
         } else {
             checked?;
         }
@@ -207,8 +233,7 @@ impl<T: Scalar> Dat<T> {
     /// other ranks' `values` are ignored (pass None). On one process, the same as `set_data`.
     pub fn scatter(&mut self, values: Option<&[T]>) -> Result<()> {
         let d = self.inner.clone();
-        let ctx = context_of(&d)?;
-        let comm = ctx.comm().clone();
+        let comm = owner_of(&d)?;
         let Some(halo) = d.set.as_ref().and_then(|s| s.halo()).cloned() else {
             let v = values.ok_or_else(|| {
                 Error::Usage(format!(
@@ -247,7 +272,7 @@ impl<T: Scalar> Dat<T> {
             .copied()
             .collect();
         d.write_host(&local)?;
-        d.halo_valid.set(true);
+        d.state.halo_exchanged();
         Ok(())
     }
 
@@ -260,16 +285,16 @@ impl<T: Scalar> Dat<T> {
             read?;
             return d.values().map(Some);
         };
-        let ctx = context_of(d)?;
+        let comm = owner_of(d)?;
         // A readback that failed on one rank only fails every rank before the gather.
-        ctx.agree(read, &format!("gather of Dat `{}`", d.name))?;
+        comm.agree(read, &format!("gather of Dat `{}`", d.name))?;
         let n = d.visible();
         let w = d.wdim();
         let owned = n / w;
         let values: Vec<u32> = d.host.borrow()[..n].to_vec();
         let what = format!("gather of Dat `{}`", d.name);
-        let index = ctx.0.comm.gather(&halo.global[..owned], &what);
-        let values = ctx.0.comm.gather(&values, &what);
+        let index = comm.gather(&halo.global[..owned], &what);
+        let values = comm.gather(&values, &what);
         let (Some(index), Some(values)) = (index, values) else {
             return Ok(None);
         };
