@@ -64,6 +64,13 @@ impl Context {
         if !distributed {
             return Ok(None);
         }
+        if self.ranks() == 1 && set.halo().is_some_and(|h| h.shared) {
+            return Err(Error::ParLoop(format!(
+                "{}: set `{}` was distributed over several ranks, but this Context runs on one                  process: record the loop on the Context the Distribution was made with",
+                name(),
+                set.name()
+            )));
+        }
         if self.0.config.check && self.ranks() > 1 {
             // Every rank must record the same loops: compare a fingerprint of this one.
             let mut h = std::collections::hash_map::DefaultHasher::new();
