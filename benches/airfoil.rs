@@ -9,7 +9,7 @@ mod common;
 
 use parloop::apps::airfoil::{Airfoil, bytes_per_call, constants_f32, constants_f64, reference};
 use parloop::mesh::airfoil::naca0012;
-use parloop::{Config, Context, Strategy};
+use parloop::{Config, Context, Variant};
 use std::time::Instant;
 
 fn main() {
@@ -22,15 +22,7 @@ fn main() {
     let nc = m.cells.len() as f64;
     let model = bytes_per_call(&m);
     let probe = Context::new().expect("an adapter");
-    let mut strategies = vec![
-        Strategy::Atomics,
-        Strategy::GlobalColour,
-        Strategy::Cas,
-        Strategy::Hierarchical,
-    ];
-    if !probe.gpu().float_atomics() {
-        strategies.remove(0);
-    }
+    let strategies: Vec<Variant> = Variant::available(probe.gpu().float_atomics()).collect();
     let adapter = probe.adapter();
     drop(probe);
 
@@ -51,9 +43,10 @@ fn main() {
     let cpu64 = t.elapsed().as_secs_f64();
 
     let mut rows = Vec::new();
-    for strategy in strategies {
+    for variant in strategies {
         let ctx = Context::with_config(Config {
-            strategy,
+            strategy: variant.strategy,
+            staging: variant.staging,
             profile: true,
             ..Config::from_env().unwrap()
         })
@@ -73,7 +66,7 @@ fn main() {
         }
         let _ = a.q.data_ro().unwrap();
         let secs = t.elapsed().as_secs_f64();
-        rows.push((strategy, secs, rms, ctx.stats()));
+        rows.push((variant, secs, rms, ctx.stats()));
     }
     common::header(
         &format!(
@@ -94,18 +87,18 @@ fn main() {
         "| plain Rust, sequential, f32 | {cpu32:.1} s | {:.1} | {rms32:.5e} | 1.00 |",
         cpu32 * 1e3 / iterations as f64
     );
-    for (strategy, secs, rms, _) in &rows {
+    for (variant, secs, rms, _) in &rows {
         println!(
             "| parloop, {} (fused, lazy) | {secs:.1} s | {:.1} | {rms:.5e} | {:.2} |",
-            strategy.name(),
+            variant.label(),
             secs * 1e3 / iterations as f64,
             secs / cpu32
         );
     }
-    for (strategy, _, _, st) in &rows {
+    for (variant, _, _, st) in &rows {
         println!(
             "\nGPU time per group, strategy {} (timestamps):\n",
-            strategy.name()
+            variant.label()
         );
         println!("| group | calls | ms/call | GB/s (model) |");
         println!("|---|---:|---:|---:|");

@@ -27,17 +27,26 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    /// Reads `PARLOOP_STRATEGY`'s syntax (`auto`, `hierarchical`, `global-colour`, `atomics`, `cas`).
+    /// Every strategy, `auto` first: parsing, the messages that list the accepted names and
+    /// [`Variant::ALL`] follow this list.
+    pub const ALL: [Strategy; 6] = [
+        Strategy::Auto,
+        Strategy::Hierarchical,
+        Strategy::GlobalColour,
+        Strategy::Atomics,
+        Strategy::Cas,
+        Strategy::Staged,
+    ];
+
+    /// Reads `PARLOOP_STRATEGY`'s syntax: a name of [`Strategy::ALL`] (`auto`, `hierarchical`,
+    /// `global-colour`, `atomics`, `cas`, `staged`), or `global-color`, `colour`, `color`.
     pub fn parse(s: &str) -> Option<Strategy> {
-        Some(match s.trim().to_ascii_lowercase().as_str() {
-            "auto" | "" => Strategy::Auto,
-            "hierarchical" => Strategy::Hierarchical,
-            "global-colour" | "global-color" | "colour" | "color" => Strategy::GlobalColour,
-            "atomics" => Strategy::Atomics,
-            "cas" => Strategy::Cas,
-            "staged" => Strategy::Staged,
-            _ => return None,
-        })
+        let s = s.trim().to_ascii_lowercase();
+        match s.as_str() {
+            "" => Some(Strategy::Auto),
+            "global-color" | "colour" | "color" => Some(Strategy::GlobalColour),
+            _ => Strategy::ALL.into_iter().find(|k| k.name() == s),
+        }
     }
     /// The strategy's name, as `parse` reads it.
     pub fn name(self) -> &'static str {
@@ -48,6 +57,99 @@ impl Strategy {
             Strategy::Atomics => "atomics",
             Strategy::Cas => "cas",
             Strategy::Staged => "staged",
+        }
+    }
+    /// The accepted names, for messages: "auto, hierarchical, ..., cas or staged".
+    pub fn names() -> String {
+        let names: Vec<&str> = Strategy::ALL.iter().map(|s| s.name()).collect();
+        let (last, rest) = names.split_last().expect("strategies");
+        format!("{} or {last}", rest.join(", "))
+    }
+    /// Whether the strategy needs native f32 atomics (`SHADER_FLOAT32_ATOMIC`) for f32
+    /// increments through maps.
+    pub fn needs_float_atomics(self) -> bool {
+        match self {
+            Strategy::Atomics => true,
+            Strategy::Auto
+            | Strategy::Hierarchical
+            | Strategy::GlobalColour
+            | Strategy::Cas
+            | Strategy::Staged => false,
+        }
+    }
+    /// Whether it can apply f64 increments through maps (WGSL has no 64-bit atomics: only
+    /// the colouring strategies can).
+    pub fn takes_f64(self) -> bool {
+        match self {
+            Strategy::Auto | Strategy::Hierarchical | Strategy::GlobalColour => true,
+            Strategy::Atomics | Strategy::Cas | Strategy::Staged => false,
+        }
+    }
+}
+
+/// A strategy with the staging it runs with: what a program can be run under. Staging
+/// matters only to `hierarchical`; the others stage nothing or always the increments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Variant {
+    /// The strategy.
+    pub strategy: Strategy,
+    /// Its staging (`Staging::Inc` where staging does not matter).
+    pub staging: Staging,
+}
+
+impl Variant {
+    /// Every variant a user can pick, except `auto` (which is one of them, per adapter): the
+    /// one list that the tests, the fuzzers and `parloop bench` iterate. The order is fixed
+    /// (the fuzzer's regression seeds pick from it by index): append, never reorder.
+    pub const ALL: [Variant; 7] = [
+        Variant::new(Strategy::Hierarchical, Staging::Inc),
+        Variant::new(Strategy::Hierarchical, Staging::All),
+        Variant::new(Strategy::Hierarchical, Staging::None),
+        Variant::new(Strategy::GlobalColour, Staging::Inc),
+        Variant::new(Strategy::Cas, Staging::Inc),
+        Variant::new(Strategy::Atomics, Staging::Inc),
+        Variant::new(Strategy::Staged, Staging::Inc),
+    ];
+    /// `auto` with the default staging.
+    pub const AUTO: Variant = Variant::new(Strategy::Auto, Staging::Inc);
+
+    /// A strategy with its staging.
+    pub const fn new(strategy: Strategy, staging: Staging) -> Variant {
+        Variant { strategy, staging }
+    }
+    /// The variants that run on an adapter with (or without) native f32 atomics.
+    pub fn available(float_atomics: bool) -> impl Iterator<Item = Variant> {
+        Variant::ALL
+            .into_iter()
+            .filter(move |v| float_atomics || !v.strategy.needs_float_atomics())
+    }
+    /// A short name: the strategy's, with `-inc`, `-all` or `-none` for `hierarchical`
+    /// (`parloop bench --strategies`, `FUZZ_STRATEGIES`).
+    pub fn name(self) -> &'static str {
+        match (self.strategy, self.staging) {
+            (Strategy::Hierarchical, Staging::Inc) => "hierarchical-inc",
+            (Strategy::Hierarchical, Staging::All) => "hierarchical-all",
+            (Strategy::Hierarchical, Staging::None) => "hierarchical-none",
+            (
+                Strategy::Auto
+                | Strategy::GlobalColour
+                | Strategy::Atomics
+                | Strategy::Cas
+                | Strategy::Staged,
+                _,
+            ) => self.strategy.name(),
+        }
+    }
+    /// A label for tables: "hierarchical, INC staged", "staged (workgroup atomics)", ...
+    pub fn label(self) -> &'static str {
+        match (self.strategy, self.staging) {
+            (Strategy::Hierarchical, Staging::Inc) => "hierarchical, INC staged",
+            (Strategy::Hierarchical, Staging::All) => "hierarchical, all staged",
+            (Strategy::Hierarchical, Staging::None) => "hierarchical, nothing staged",
+            (Strategy::Staged, _) => "staged (workgroup atomics)",
+            (Strategy::Auto | Strategy::GlobalColour | Strategy::Atomics | Strategy::Cas, _) => {
+                self.strategy.name()
+            }
         }
     }
 }
@@ -167,7 +269,8 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("PARLOOP_FUSION", "0 or 1"),
     (
         "PARLOOP_STRATEGY",
-        "auto, atomics, global-colour, hierarchical, cas or staged",
+        // Strategy::names(), as a constant (a test checks they agree).
+        "auto, hierarchical, global-colour, atomics, cas or staged",
     ),
     ("PARLOOP_STAGING", "none, inc or all"),
     ("PARLOOP_BLOCK_SIZE", "a positive integer"),
@@ -262,9 +365,7 @@ impl Config {
     ) -> Result<Config> {
         if let Some(s) = strategy {
             self.strategy = Strategy::parse(s).ok_or_else(|| {
-                Error::Usage(format!(
-                    "unknown strategy {s:?}: use auto, atomics, global-colour, hierarchical, cas or staged"
-                ))
+                Error::Usage(format!("unknown strategy {s:?}: use {}", Strategy::names()))
             })?;
         }
         self.lazy = lazy.unwrap_or(self.lazy);
@@ -330,6 +431,25 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_strategy_and_variant_is_named_once_and_parses_back() {
+        let accepted = VARIABLES.iter().find(|(n, _)| *n == "PARLOOP_STRATEGY");
+        assert_eq!(accepted.map(|a| a.1.to_string()), Some(Strategy::names()));
+        for s in Strategy::ALL {
+            assert_eq!(Strategy::parse(s.name()), Some(s));
+        }
+        let mut names: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Variant::ALL.len());
+        // Every strategy but `auto` (which is one of them) is in the list, `auto` is not.
+        for s in Strategy::ALL {
+            let listed = Variant::ALL.iter().any(|v| v.strategy == s);
+            assert_eq!(listed, s != Strategy::Auto, "{s:?}");
+        }
+        assert_eq!(Variant::available(false).count(), Variant::ALL.len() - 1);
+    }
 
     fn vars(pairs: &[(&str, &str)]) -> Result<Config> {
         Config::from_vars(pairs.iter().map(|(a, b)| (a.to_string(), b.to_string())))

@@ -34,7 +34,7 @@ mod types;
 #[doc(hidden)]
 pub mod util;
 
-pub use config::{AdapterChoice, Config, Staging, Strategy};
+pub use config::{AdapterChoice, Config, Staging, Strategy, Variant};
 pub use context::Context;
 pub use data::{Arg, ConstValue, Dat, Global, Indirect, IterSpace, Map, Sections, Set, Subset};
 pub use error::{Error, Result};

@@ -203,7 +203,13 @@ fn no_source_file_is_over_600_lines() {
 }
 
 /// The enums whose every value must be decided in each match over them.
-const EXHAUSTIVE: [&str; 4] = ["Access::", "ReduceOp::", "Strategy::", "Schedule::"];
+const EXHAUSTIVE: [&str; 5] = [
+    "Access::",
+    "ReduceOp::",
+    "Strategy::",
+    "Schedule::",
+    "PlanKind::",
+];
 
 /// Catch-all arms (`_ =>`) in matches whose other arms name one of `EXHAUSTIVE` (by rustfmt's
 /// layout: a match's arms start at one indentation inside its braces).

@@ -1,40 +1,11 @@
 //! The codegen IR: everything the code generator needs about one loop group (bindings, loops
 //! and their arguments, registers, reductions, staged maps), built by `runtime::lower`.
 
+use super::Schedule;
 use super::wgsl::ident;
 use crate::config::Staging;
 use crate::data::ConstValue;
 use crate::types::{Access, DType};
-
-/// How a group's iteration positions are scheduled.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Schedule {
-    /// One invocation per position; nothing races.
-    Direct,
-    /// Racing arguments applied with native atomics (f32 add needs SHADER_FLOAT32_ATOMIC;
-    /// f32 min/max use a compare-and-swap loop; integers are native).
-    Atomics,
-    /// Racing f32 arguments applied with compare-and-swap loops on u32 bit patterns.
-    Cas,
-    /// Positions sorted by colour (plan array), one dispatch per colour.
-    GlobalColour,
-    /// One workgroup per mini-partition; thread colours inside; block colours across dispatches.
-    Hierarchical(Staging),
-    /// One workgroup per mini-partition; its racing increments combined in workgroup memory
-    /// with workgroup atomics (no thread colours); block colours across dispatches.
-    Staged,
-}
-
-impl Schedule {
-    /// What a mini-partition schedule stages in workgroup memory (None: not one).
-    pub fn staging(&self) -> Option<Staging> {
-        match self {
-            Schedule::Hierarchical(s) => Some(*s),
-            Schedule::Staged => Some(Staging::Inc),
-            Schedule::Direct | Schedule::Atomics | Schedule::Cas | Schedule::GlobalColour => None,
-        }
-    }
-}
 
 /// What a storage binding holds.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -215,7 +186,7 @@ impl GroupIr {
     }
     /// Staged increments are workgroup atomics (the `staged` strategy).
     pub(super) fn staged_atomics(&self) -> bool {
-        self.schedule == Schedule::Staged
+        self.schedule.workgroup_atomics()
     }
     /// Workgroup memory the shader declares, in bytes.
     pub fn workgroup_bytes(&self) -> usize {

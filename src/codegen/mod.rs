@@ -10,15 +10,15 @@
 
 pub mod check;
 pub mod consts;
-mod hierarchical;
 mod ir;
 mod kernel_check;
 pub mod reduce;
+pub mod strategy;
 pub mod wgsl;
 
-use hierarchical::hierarchical_main;
 pub use ir::*;
 use reduce::reduction_epilogue;
+pub use strategy::Schedule;
 
 use crate::config::Staging;
 use crate::plan::{PLAN_HEADER_FIXED, PLAN_HEADER_PER_MAP};
@@ -118,7 +118,7 @@ fn declarations(g: &GroupIr, w: &mut String) -> Vec<check::CheckSite> {
             };
             let n = (g.staged[s].maxu * dim).max(1);
             let elem = if g.staged_atomics() {
-                staged_atomic_type(dtype)
+                strategy::staged::staged_atomic_type(dtype)
             } else {
                 dtype.wgsl()
             };
@@ -164,29 +164,20 @@ fn main_fn(g: &GroupIr, w: &mut String) {
             reduce_op(red.access).identity_wgsl(red.dtype)
         );
     }
-    match g.hierarchical() {
-        Some(staging) => hierarchical_main(g, staging, w),
-        None => flat_main(g, w),
-    }
+    g.schedule.main(g, w);
     reduction_epilogue(g, w);
     w.push_str("}\n");
 }
 
-fn flat_main(g: &GroupIr, w: &mut String) {
+/// One invocation per position (`pl.base` + its index), taking its element through the
+/// `permutation` binding (global colouring's plan), else the subset's list, else the position
+/// itself.
+fn flat_main(g: &GroupIr, w: &mut String, permutation: Option<usize>) {
     let wg = g.workgroup_size;
     let _ = writeln!(
         w,
         "    let pl_i = pl_wg * {wg}u + pl_lid;\n    if (pl_i < pl.n) {{\n        let pl_p = pl.base + pl_i;"
     );
-    // Global colouring permutes the positions (the plan's order); a subset lists elements.
-    let permutation = match &g.schedule {
-        Schedule::GlobalColour => g.plan,
-        Schedule::Direct
-        | Schedule::Atomics
-        | Schedule::Cas
-        | Schedule::Hierarchical(_)
-        | Schedule::Staged => None,
-    };
     let e = match (permutation, g.subset) {
         (Some(plan), _) => format!("{}[pl_p]", g.var(plan)),
         (None, Some(sub)) => format!("{}[pl_p]", g.var(sub)),
@@ -479,24 +470,6 @@ fn apply_racing(
     ind: &str,
 ) -> String {
     atomic_apply(&g.var(dat), g.bindings[dat].atomic, arg, target, value, ind)
-}
-
-/// The element type of a staged array the `staged` strategy combines with workgroup atomics:
-/// f32 as its bits (compare-and-swap), integers natively. (f64 is refused before: WGSL has no
-/// 64-bit atomics.)
-fn staged_atomic_type(dtype: DType) -> &'static str {
-    match dtype {
-        DType::I32 => "atomic<i32>",
-        _ => "atomic<u32>",
-    }
-}
-
-/// A value of a staged atomic array as its type (`staged` strategy).
-pub(super) fn staged_load(dtype: DType, place: &str) -> String {
-    match dtype {
-        DType::F32 => format!("bitcast<f32>(atomicLoad(&{place}))"),
-        _ => format!("atomicLoad(&{place})"),
-    }
 }
 
 /// Statements that combine `value` into `var[target]` as `kind` says (plain, native atomics,

@@ -78,16 +78,9 @@ const SPREAD: &str = "fn spread(w: ptr<function, array<f32, 1>>, v: ptr<function
 /// Cells increment their three vertices (INC through all indices of a map), reading a per-cell
 /// weight and a Global scale.
 fn inc_group(schedule: Schedule) -> GroupIr {
-    let hier = matches!(schedule, Schedule::Hierarchical(s) if s != Staging::None);
-    let planned = matches!(schedule, Schedule::Hierarchical(_) | Schedule::GlobalColour);
-    let atomic = match schedule {
-        Schedule::Atomics => Atomic::Native,
-        Schedule::Cas => Atomic::Bits,
-        Schedule::Direct
-        | Schedule::GlobalColour
-        | Schedule::Hierarchical(_)
-        | Schedule::Staged => Atomic::No,
-    };
+    let hier = schedule.staging().is_some_and(|s| s != Staging::None);
+    let planned = schedule.plan() != super::strategy::PlanKind::None;
+    let atomic = schedule.racing_atomic(DType::F32, Access::Inc);
     let mut bindings = vec![
         dat("w", 1, false),
         BindingIr {
@@ -199,16 +192,7 @@ fn indirect_inc_hierarchical_snapshot() {
 
 #[test]
 fn every_schedule_validates() {
-    let schedules = [
-        Schedule::Direct,
-        Schedule::Atomics,
-        Schedule::Cas,
-        Schedule::GlobalColour,
-        Schedule::Hierarchical(Staging::None),
-        Schedule::Hierarchical(Staging::Inc),
-        Schedule::Hierarchical(Staging::All),
-    ];
-    for s in schedules {
+    for s in Schedule::all() {
         let mut g = inc_group(s.clone());
         if s == Schedule::Direct {
             g.bindings[1].writable = true;

@@ -7,22 +7,22 @@
 //!   the exec halo, the Dat's halo must hold the owners' values. Halo validity is tracked per
 //!   Dat: a write makes it stale, an exchange makes it current, and a current halo is not
 //!   exchanged again.
-//! - Lazy mode (the default; seed 001): the exchange is two computations in the trace,
+//! - The exchange is two computations in the trace (seed 001),
 //!   `HaloSend(d)` (reads d's core and owned sections, writes NET(d)) and `HaloRecv(d)` (reads
 //!   NET(d), writes d's halo), and the loop becomes `loop[core]`, which does not wait for
 //!   them, and `loop[owned]`, which does. An exchange whose halo is already current is not
 //!   recorded (early halo skip), nor one whose Dat has an exchange still in the trace with no
 //!   write since (successive exchanges). A Global reduced by the loop gets
 //!   `ReductionBegin`/`ReductionEnd`. `context::rounds` schedules all this at the force.
-//! - Eager mode: the exchange runs when the loop is recorded (the trace before it is forced as
-//!   far as the exchanged Dat needs), and a reduced Global is combined right after.
+//! - Eager mode records the same computations (one path for both modes), but the loop is not
+//!   split, and they run as soon as the par_loop has recorded them all: the exchange, the
+//!   loop, the reduction.
 //!
 //! Every rank records the same loops, so every rank exchanges at the same points.
 
-use super::rounds::reduce_op;
 use super::*;
 use crate::data::{Set, Via};
-use crate::trace::Op;
+use crate::trace::{Computation, Footprint};
 
 impl Context {
     /// Checks a loop's sets against its distribution; for a loop over a distributed set,
@@ -120,43 +120,11 @@ impl Context {
         out
     }
 
-    /// Eager mode: exchanges the stale halos the loop reads now, then records it.
-    pub(super) fn record_eager(
-        &self,
-        kernel: &Kernel,
-        (set, exec): (Set, bool),
-        args: &[Arg],
-        site: &'static Location<'static>,
-    ) -> Result<()> {
-        for d in Self::halo_reads(args, exec) {
-            if d.state.halo_current() {
-                self.0.engine.rt.borrow_mut().stats.halo_exchanges_skipped += 1;
-            } else {
-                self.exchange(&d)?;
-            }
-        }
-        // A Global incremented by the loop: rank 0 keeps its value, the others start from zero,
-        // so the sum over ranks counts the old value once.
-        if self.ranks() > 1 && self.rank() != 0 {
-            for a in args
-                .iter()
-                .filter(|a| a.data.set.is_none() && a.access == Access::Inc)
-            {
-                a.data.write_host(&vec![0u32; a.data.wdim()])?;
-            }
-        }
-        let space = if exec {
-            IterSpace::WithExecHalo(set)
-        } else {
-            IterSpace::Set(set)
-        };
-        let space = self.record(kernel, space, args, site)?;
-        self.after_distributed(&space, args)
-    }
-
-    /// Lazy mode: records the loop with the exchanges it needs (HaloSend, HaloRecv), split
-    /// into its core and owned parts when it waits for one, and its reductions.
-    pub(super) fn record_lazy(
+    /// Records a loop on a distributed set with the exchanges it needs (HaloSend, HaloRecv),
+    /// split into its core and owned parts when it waits for one (lazy mode), and its
+    /// reductions. Eager mode records the same computations and runs them at once, together
+    /// (`Context::run_due`).
+    pub(super) fn record_distributed(
         &self,
         kernel: &Kernel,
         (set, exec): (Set, bool),
@@ -213,7 +181,8 @@ impl Context {
         });
         // Split on every rank alike (a rank without core elements runs an empty part): the
         // trace's length decides where the trace bound forces, which every rank must share.
-        if wait && !self_reading {
+        // Eager mode runs the exchange and the loop at once: nothing to overlap.
+        if wait && !self_reading && self.0.config.lazy {
             self.record(kernel, IterSpace::Core(set.clone()), &args, site)?;
             self.record(kernel, IterSpace::Owned(set, exec), &args, site)?;
         } else {
@@ -232,33 +201,31 @@ impl Context {
         }
         for (global, local, access) in reductions {
             let mut net = AccessSet::of(global.id, section::NET);
-            self.push(
-                "ReductionBegin",
-                AccessSet::of(local.id, section::ALL),
-                net.clone(),
-                Op::ReduceBegin {
-                    local: local.clone(),
-                    access,
-                },
+            let at = |seq, reads, writes| Footprint {
+                seq,
                 site,
-            )?;
+                reads,
+                writes,
+            };
+            let begin = AccessSet::of(local.id, section::ALL);
+            let local2 = local.clone();
+            self.push(|seq| Computation::ReduceBegin {
+                at: at(seq, begin, net.clone()),
+                local: local2,
+                access,
+            })?;
             let mut writes = AccessSet::of(global.id, section::ALL);
             if access == Access::Inc {
                 net.add(local.id, section::ALL);
             }
             net.add(global.id, section::ALL);
             writes.add(global.id, section::NET);
-            self.push(
-                "ReductionEnd",
-                net,
-                writes,
-                Op::ReduceEnd {
-                    global,
-                    local,
-                    access,
-                },
-                site,
-            )?;
+            self.push(|seq| Computation::ReduceEnd {
+                at: at(seq, net, writes),
+                global,
+                local,
+                access,
+            })?;
         }
         Ok(())
     }
@@ -272,123 +239,33 @@ impl Context {
         let args = pack_args(d, map, &packed);
         let mut writes = AccessSet::of(packed.id, section::ALL);
         writes.add(d.id, section::NET);
-        let send = self.push_record(
-            (&kernel, IterSpace::Set(space), &args, site),
-            AccessSet::of(d.id, section::CORE | section::OWNED),
-            writes,
-            Op::HaloSend {
+        let reads = AccessSet::of(d.id, section::CORE | section::OWNED);
+        let send = self.push(|seq| {
+            let at = Footprint {
+                seq,
+                site,
+                reads,
+                writes,
+            };
+            Computation::HaloSend {
+                pack: self.loop_record(at, &kernel, IterSpace::Set(space), &args),
                 dat: d.clone(),
                 packed,
-            },
-        )?;
-        let recv = self.push(
-            "HaloRecv",
-            AccessSet::of(d.id, section::NET),
-            AccessSet::of(d.id, section::EXEC_HALO | section::NONEXEC_HALO),
-            Op::HaloRecv {
+            }
+        })?;
+        self.push(|seq| {
+            d.state.halo_exchange_recorded(seq);
+            Computation::HaloRecv {
+                at: Footprint {
+                    seq,
+                    site,
+                    reads: AccessSet::of(d.id, section::NET),
+                    writes: AccessSet::of(d.id, section::EXEC_HALO | section::NONEXEC_HALO),
+                },
                 dat: d.clone(),
                 send,
-            },
-            site,
-        )?;
-        d.state.halo_exchange_recorded(recv);
-        Ok(())
-    }
-
-    /// Records a computation that is not a loop; returns its seq.
-    fn push(
-        &self,
-        name: &str,
-        reads: AccessSet,
-        writes: AccessSet,
-        op: Op,
-        site: &'static Location<'static>,
-    ) -> Result<u64> {
-        let kernel = Kernel::new(name, "");
-        let space = IterSpace::Set(Set::new(name, 0));
-        self.push_record((&kernel, space, &[], site), reads, writes, op)
-    }
-
-    /// Eager mode, after recording a loop on a distributed set: written Dats' halos are
-    /// stale, reduced Globals are combined over the ranks.
-    fn after_distributed(&self, space: &IterSpace, args: &[Arg]) -> Result<()> {
-        if space.set().halo().is_none() {
-            return Ok(());
-        }
-        for a in args {
-            if a.data.set.is_some() && a.access.writes() {
-                a.data.state.halo_written_over();
             }
-        }
-        for a in args
-            .iter()
-            .filter(|a| a.data.set.is_none() && a.access.is_reduction())
-        {
-            let d = &a.data;
-            let read = block(d.sync_host(false));
-            self.agree(
-                read,
-                &format!("reading Global `{}` before its reduction", d.name),
-            )?;
-            let mut words = d.host.borrow().clone();
-            let what = format!("the reduction of Global `{}` over the ranks", d.name);
-            self.0
-                .comm
-                .all_reduce(d.dtype, reduce_op(a.access), &mut words, &what);
-            d.write_host(&words)?;
-            self.0.engine.rt.borrow_mut().stats.global_reductions += 1;
-        }
-        Ok(())
-    }
-
-    /// Brings `d`'s halo up to date from the owners of its elements: a loop packs on the
-    /// device the owned values the neighbours need (the send lists, one after another), only
-    /// those are read back and sent; the received values are written into the halo section of
-    /// the device copy (and of the host copy where it is current).
-    fn exchange(&self, d: &Rc<DataInner>) -> Result<()> {
-        let Some(set) = d.set.clone() else {
-            return Ok(());
-        };
-        let Some(halo) = set.halo().cloned() else {
-            return Ok(());
-        };
-        if !halo.shared {
-            // No rank has a halo of this set (one rank): nothing to bring in.
-            d.state.halo_exchanged();
-            self.0.engine.rt.borrow_mut().stats.halo_exchanges_skipped += 1;
-            return Ok(());
-        }
-        // The pending loops that use d run first and the device finishes them (the exchange's
-        // readback would wait for them anyway), so that the time measured is the exchange's
-        // own: packing, readback, messages (including waiting for the neighbours), halo write.
-        let all = AccessSet::of(d.id, section::ALL);
-        self.force(&all, &all, &[], "halo exchange")?;
-        self.0.engine.wait_idle();
-        let t0 = crate::util::now_ms();
-        // An error here still sends (zeros) and receives, then fails on every rank.
-        let packed = self.pack(d, &set, &halo);
-        let need: usize = halo.exchanges.iter().map(|x| x.send.len()).sum();
-        let mut words = packed.as_ref().map_or_else(|_| Vec::new(), Clone::clone);
-        words.resize(need * d.wdim(), 0);
-        let (sends, recvs) = messages(&halo, d.wdim(), &words);
-        let tag = self.0.engine.rt.borrow().stats.halo_exchanges;
-        let what = || format!("the halo exchange of Dat `{}`", d.name);
-        let got = self
-            .0
-            .comm
-            .exchange(exchange_tag(tag), &what, &sends, &recvs);
-        let written = packed.and(got).and_then(|got| {
-            let (start, words) = halo_words(&halo, &set, d.wdim(), got);
-            // Everything that uses d ran before the pack (the force above).
-            self.write_now(d, start, &words)
-        });
-        self.agree(written, &what())?;
-        d.state.halo_exchanged();
-        let mut st = self.0.engine.rt.borrow_mut();
-        st.stats.halo_exchanges += 1;
-        st.stats.halo_messages += sends.len() as u64;
-        st.stats.halo_bytes += 4 * sends.iter().map(|s| s.1.len() as u64).sum::<u64>();
-        st.stats.halo_ns += ((crate::util::now_ms() - t0) * 1e6) as u64;
+        })?;
         Ok(())
     }
 
@@ -425,24 +302,6 @@ impl Context {
                 (space, map, kernel)
             })
             .clone()
-    }
-
-    /// Eager mode: the owned values of `d` that the neighbours need, in send-list order,
-    /// gathered on the device by a loop over the send entries and read back alone.
-    fn pack(
-        &self,
-        d: &Rc<DataInner>,
-        set: &Set,
-        halo: &crate::data::halo::Halo,
-    ) -> Result<Vec<u32>> {
-        let (space, map, kernel) = self.packer(d, set, halo);
-        let out = self.data_inner("packed halo", Some(&space), d.dim, d.dtype);
-        let args = pack_args(d, map, &out);
-        self.record(&kernel, IterSpace::Set(space), &args, Location::caller())?;
-        block(out.sync_host(false))?;
-        let words = out.host.borrow().clone();
-        out.state.dropped();
-        Ok(words)
     }
 
     /// Writes `words` at word `start` of `d` now, whatever the trace holds: into the device

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::fuse::{self, Group};
 use crate::kernel::{Kernel, KernelProblem, consts_used, expected_type};
 use crate::runtime::{self, Gpu, Stats};
-use crate::trace::{AccessSet, LoopRecord, Op, Reason, Trace};
+use crate::trace::{AccessSet, Computation, Footprint, LoopRecord, Reason, Trace};
 use crate::types::{Access, DType, Scalar};
 use crate::util::block;
 use std::cell::RefCell;
@@ -23,6 +23,7 @@ use validate::{describe_mask, values_for};
 
 mod declare;
 mod dist;
+mod force;
 mod rounds;
 mod validate;
 
@@ -261,13 +262,12 @@ impl Context {
         let name = |seq: u64| {
             t.pending()
                 .iter()
-                .find(|c| c.seq == seq)
-                .map(|c| {
-                    if matches!(c.op, Op::Loop) && c.space.set().halo().is_none() {
-                        c.kernel.name().to_string()
-                    } else {
-                        c.label()
+                .find(|c| c.seq() == seq)
+                .map(|c| match &**c {
+                    Computation::Loop(l) if l.space.set().halo().is_none() => {
+                        l.kernel.name().to_string()
                     }
+                    _ => c.label(),
                 })
                 .unwrap_or_default()
         };
@@ -356,14 +356,15 @@ impl Context {
         let space = space.into();
         self.check_loop(kernel, &space, args, site)?;
         match self.distributed_space(kernel, &space, args, site)? {
-            Some(part) if self.0.config.lazy => self.record_lazy(kernel, part, args, site),
-            Some(part) => self.record_eager(kernel, part, args, site),
-            None => self.record(kernel, space, args, site).map(|_| ()),
+            Some(part) => self.record_distributed(kernel, part, args, site)?,
+            None => {
+                self.record(kernel, space, args, site)?;
+            }
         }
+        self.run_due()
     }
 
-    /// Records a checked loop (and runs what eager mode or the trace bound asks for); returns
-    /// the loop's space.
+    /// Records a checked loop; returns the loop's space.
     fn record(
         &self,
         kernel: &Kernel,
@@ -372,20 +373,25 @@ impl Context {
         site: &'static Location<'static>,
     ) -> Result<IterSpace> {
         let (reads, writes) = LoopRecord::access_sets(&space, args);
-        let rec = (kernel, space.clone(), args, site);
-        self.push_record(rec, reads, writes, crate::trace::Op::Loop)?;
+        let at = |seq| Footprint {
+            seq,
+            site,
+            reads,
+            writes,
+        };
+        let lp = |seq| self.loop_record(at(seq), kernel, space.clone(), args);
+        self.push(|seq| Computation::Loop(lp(seq)))?;
         Ok(space)
     }
 
-    /// Appends a computation to the trace (and runs what eager mode or the trace bound asks
-    /// for); returns its seq.
-    fn push_record(
+    /// A loop to record: the kernel with the Consts it uses as they are now.
+    fn loop_record(
         &self,
-        (kernel, space, args, site): (&Kernel, IterSpace, &[Arg], &'static Location<'static>),
-        reads: AccessSet,
-        writes: AccessSet,
-        op: crate::trace::Op,
-    ) -> Result<u64> {
+        at: Footprint,
+        kernel: &Kernel,
+        space: IterSpace,
+        args: &[Arg],
+    ) -> Rc<LoopRecord> {
         let consts = {
             let all = self.0.sched.consts.borrow();
             kernel
@@ -393,36 +399,41 @@ impl Context {
                 .map(|src| consts_used(src, &all).into_iter().cloned().collect())
                 .unwrap_or_default()
         };
-        let seq = {
-            let mut t = self.0.sched.trace.borrow_mut();
-            let seq = t.next_seq();
-            t.record(Rc::new(LoopRecord {
-                seq,
-                kernel: kernel.clone(),
-                space,
-                args: args.to_vec(),
-                site,
-                consts,
-                reads,
-                writes,
-                op,
-            }));
-            seq
-        };
+        Rc::new(LoopRecord {
+            at,
+            kernel: kernel.clone(),
+            space,
+            args: args.to_vec(),
+            consts,
+        })
+    }
+
+    /// Appends the computation `make` gives for the next seq to the trace; returns its seq.
+    /// Nothing runs until the par_loop has recorded all its computations ([`Self::run_due`]).
+    fn push(&self, make: impl FnOnce(u64) -> Computation) -> Result<u64> {
+        let mut t = self.0.sched.trace.borrow_mut();
+        let seq = t.next_seq();
+        t.record(Rc::new(make(seq)));
+        Ok(seq)
+    }
+
+    /// After a par_loop's computations are recorded (the loop or its parts, with the
+    /// exchanges and reductions it needs): eager mode runs them all now, lazy mode the oldest
+    /// half of the trace once it holds more than the trace bound.
+    fn run_due(&self) -> Result<()> {
         if !self.0.config.lazy {
             let all = self.0.sched.trace.borrow_mut().take_all();
-            block(self.run(all, &[], "eager"))?;
-        } else {
-            let (len, bound) = (
-                self.0.sched.trace.borrow().len(),
-                self.0.config.trace_bound.max(1),
-            );
-            if len > bound {
-                let oldest = self.0.sched.trace.borrow_mut().take_prefix(len - bound / 2);
-                block(self.run(oldest, &[], "trace bound"))?;
-            }
+            return block(self.run(all, &[], "eager"));
         }
-        Ok(seq)
+        let (len, bound) = (
+            self.0.sched.trace.borrow().len(),
+            self.0.config.trace_bound.max(1),
+        );
+        if len > bound {
+            let oldest = self.0.sched.trace.borrow_mut().take_prefix(len - bound / 2);
+            block(self.run(oldest, &[], "trace bound"))?;
+        }
+        Ok(())
     }
 
     /// Runs everything pending.
@@ -434,162 +445,5 @@ impl Context {
     pub async fn flush_async(&self) -> Result<()> {
         let all = self.0.sched.trace.borrow_mut().take_all();
         self.run(all, &[], "flush").await
-    }
-
-    /// Forces what `reads` (for reading) and `writes` (for writing) need, then reads back
-    /// `readback`.
-    pub(crate) fn force(
-        &self,
-        reads: &AccessSet,
-        writes: &AccessSet,
-        readback: &[Rc<DataInner>],
-        why: &str,
-    ) -> Result<()> {
-        block(self.force_async(reads, writes, readback, why))
-    }
-
-    pub(crate) async fn force_async(
-        &self,
-        reads: &AccessSet,
-        writes: &AccessSet,
-        readback: &[Rc<DataInner>],
-        why: &str,
-    ) -> Result<()> {
-        let selected = {
-            let mut t = self.0.sched.trace.borrow_mut();
-            t.prune_dead();
-            t.evaluate(reads, writes)
-        };
-        self.run(selected, readback, why).await
-    }
-
-    async fn run(
-        &self,
-        selected: Vec<(Rc<LoopRecord>, Reason)>,
-        readback: &[Rc<DataInner>],
-        why: &str,
-    ) -> Result<()> {
-        if !selected.is_empty() {
-            for (c, r) in &selected {
-                log::debug!(
-                    "force ({why}): runs {} because of {} on data #{} ({})",
-                    c.name(),
-                    r.kind,
-                    r.data,
-                    describe_mask(r.mask)
-                );
-            }
-            let mut st = self.0.engine.rt.borrow_mut();
-            st.stats.forces += 1;
-            st.stats.last_dispatches = 0;
-            self.0.engine.shaders.borrow_mut().clear();
-        }
-        // Loops whose effect nobody can observe do not run (reads of loops still pending count).
-        let still_pending: BTreeSet<u64> = self
-            .0
-            .sched
-            .trace
-            .borrow()
-            .pending()
-            .iter()
-            .flat_map(|c| c.reads.ids().collect::<Vec<_>>())
-            .collect();
-        let all: Vec<Rc<LoopRecord>> = selected.into_iter().map(|(c, _)| c).collect();
-        // Work on a distributed set runs on every rank: its outcome is agreed (an error on one
-        // rank is an error on all). Every rank selects the same computations.
-        let collective = self.ranks() > 1
-            && all
-                .iter()
-                .any(|l| !matches!(l.op, Op::Loop) || l.space.set().halo().is_some());
-        // The exchanges of this force, undone on every rank if it fails.
-        let recvs: Vec<(Rc<DataInner>, u64)> = all
-            .iter()
-            .filter_map(|l| match &l.op {
-                Op::HaloRecv { dat, send } => Some((dat.clone(), *send)),
-                _ => None,
-            })
-            .collect();
-        let live = crate::trace::live_mask(&all, still_pending.clone());
-        let loops: Vec<Rc<LoopRecord>> = all
-            .into_iter()
-            .zip(live)
-            .filter_map(|(l, k)| k.then_some(l))
-            .collect();
-        let before = self.0.engine.rt.borrow().stats.clone();
-        let (explain, result) = if loops.iter().all(|l| matches!(l.op, Op::Loop)) {
-            self.run_groups(&loops, readback, still_pending).await
-        } else {
-            self.run_rounds(&loops, readback, still_pending).await
-        };
-        if !loops.is_empty() {
-            let st = self.0.engine.rt.borrow();
-            let dispatches = st.stats.last_dispatches;
-            let mut text = format!("{explain}  dispatches: {dispatches}\n");
-            if self.ranks() > 1 {
-                let (skipped, merged) = self.0.dist().halo_counts.get();
-                let now = (
-                    st.stats.halo_exchanges_skipped,
-                    st.stats.halo_exchanges_merged,
-                );
-                self.0.dist().halo_counts.set(now);
-                let _ = writeln!(
-                    text,
-                    "  halo exchanges not recorded since the last force: {} because the halo \
-                     was current (early halo skip), {} because an exchange of the Dat was still \
-                     in the trace with no write since (successive exchanges)",
-                    now.0 - skipped,
-                    now.1 - merged
-                );
-            }
-            // Seed 001's lazy malloc/free: the buffers of dropped temporaries go back to the
-            // pool at each force, and new temporaries take them from there.
-            let _ = writeln!(
-                text,
-                "  memory: {} buffers reused from the pool, {} bytes newly allocated, {} bytes \
-                 held on the device",
-                st.stats.pool_reuses - before.pool_reuses,
-                st.stats.bytes_allocated - before.bytes_allocated,
-                st.device_bytes()
-            );
-            *self.0.sched.explain.borrow_mut() = text;
-        }
-        if collective {
-            let agreed = self.agree(result, &format!("running the trace ({why})"));
-            if agreed.is_err() {
-                // Every rank forgets this force's exchanges alike: a later loop exchanges again.
-                for (dat, send) in recvs {
-                    dat.state.halo_written_over();
-                    self.0.dist().received.borrow_mut().remove(&send);
-                }
-            }
-            return agreed;
-        }
-        result
-    }
-
-    /// Fuses `loops` into groups and runs them (submitted in one region per run of device
-    /// groups), then reads back `readback`. Returns the grouping's explanation.
-    async fn run_groups(
-        &self,
-        loops: &[Rc<LoopRecord>],
-        readback: &[Rc<DataInner>],
-        pending_reads: BTreeSet<u64>,
-    ) -> (String, Result<()>) {
-        let env = fuse::FuseEnv {
-            fusion: self.0.config.fusion,
-            max_storage: self
-                .0
-                .engine
-                .gpu
-                .limits
-                .max_storage_buffers_per_shader_stage as usize,
-            pending_reads,
-        };
-        let (groups, explain): (Vec<Group>, String) =
-            fuse::groups(loops, &env, &mut self.0.sched.fuse_cache.borrow_mut());
-        (
-            explain,
-            runtime::exec::run(&self.0.engine, &groups, readback).await,
-        )
     }
 }

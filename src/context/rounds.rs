@@ -23,6 +23,14 @@
 use super::*;
 use crate::types::ReduceOp;
 
+/// The loops that run on the device for `computations` (each a par_loop or a packing loop).
+fn device_loops(computations: &[Rc<Computation>]) -> Vec<Rc<LoopRecord>> {
+    computations
+        .iter()
+        .filter_map(|c| c.device_loop().cloned())
+        .collect()
+}
+
 /// How a Global reduced over the ranks combines.
 pub(super) fn reduce_op(access: Access) -> ReduceOp {
     access
@@ -33,7 +41,7 @@ pub(super) fn reduce_op(access: Access) -> ReduceOp {
 impl Context {
     pub(super) async fn run_rounds(
         &self,
-        loops: &[Rc<LoopRecord>],
+        loops: &[Rc<Computation>],
         readback: &[Rc<DataInner>],
         still_pending: BTreeSet<u64>,
     ) -> (String, Result<()>) {
@@ -44,7 +52,7 @@ impl Context {
 
     async fn rounds(
         &self,
-        loops: &[Rc<LoopRecord>],
+        loops: &[Rc<Computation>],
         readback: &[Rc<DataInner>],
         still_pending: BTreeSet<u64>,
         text: &mut String,
@@ -70,8 +78,9 @@ impl Context {
             // Loops that wait for nothing the host does.
             let mut avail = vec![false; n];
             for k in 0..n {
-                avail[k] =
-                    !done[k] && loops[k].is_loop() && deps[k].iter().all(|&j| done[j] || avail[j]);
+                avail[k] = !done[k]
+                    && loops[k].device_loop().is_some()
+                    && deps[k].iter().all(|&j| done[j] || avail[j]);
             }
             if !avail.iter().any(|&a| a) {
                 let ready: Vec<usize> = (0..n)
@@ -93,12 +102,12 @@ impl Context {
             // The sends and everything they need go first.
             let mut first = vec![false; n];
             for k in (0..n).rev() {
-                if avail[k] && (first[k] || matches!(loops[k].op, Op::HaloSend { .. })) {
+                if avail[k] && (first[k] || matches!(*loops[k], Computation::HaloSend { .. })) {
                     first[k] = true;
                     deps[k].iter().for_each(|&j| first[j] |= avail[j]);
                 }
             }
-            let part = |sel: &dyn Fn(usize) -> bool| -> Vec<Rc<LoopRecord>> {
+            let part = |sel: &dyn Fn(usize) -> bool| -> Vec<Rc<Computation>> {
                 (0..n)
                     .filter(|&k| sel(k))
                     .map(|k| loops[k].clone())
@@ -108,8 +117,10 @@ impl Context {
             let core = part(&|k| avail[k] && !first[k]);
             let sends: Vec<(Rc<DataInner>, Rc<DataInner>, u64)> = pack
                 .iter()
-                .filter_map(|l| match &l.op {
-                    Op::HaloSend { dat, packed } => Some((dat.clone(), packed.clone(), l.seq)),
+                .filter_map(|c| match &**c {
+                    Computation::HaloSend { dat, packed, .. } => {
+                        Some((dat.clone(), packed.clone(), c.seq()))
+                    }
                     _ => None,
                 })
                 .collect();
@@ -117,7 +128,7 @@ impl Context {
             let later = |after_core: bool| -> BTreeSet<u64> {
                 let mut r = still_pending.clone();
                 for k in (0..n).filter(|&k| !done[k] && !first[k] && (!avail[k] || !after_core)) {
-                    r.extend(loops[k].reads.ids());
+                    r.extend(loops[k].reads().ids());
                 }
                 r
             };
@@ -125,16 +136,20 @@ impl Context {
             let (mut e1, mut e2) = (String::new(), String::new());
             if failed.is_none() {
                 let r1;
-                (e1, r1) = self.run_groups(&pack, &packed, later(false)).await;
+                (e1, r1) = self
+                    .run_groups(&device_loops(&pack), &packed, later(false))
+                    .await;
                 note(r1, &mut failed);
             }
             if failed.is_none() {
                 let r2;
-                (e2, r2) = self.run_groups(&core, &[], later(true)).await;
+                (e2, r2) = self
+                    .run_groups(&device_loops(&core), &[], later(true))
+                    .await;
                 note(r2, &mut failed);
             }
             let names =
-                |v: &[Rc<LoopRecord>]| v.iter().map(|l| l.label()).collect::<Vec<_>>().join(", ");
+                |v: &[Rc<Computation>]| v.iter().map(|l| l.label()).collect::<Vec<_>>().join(", ");
             let _ = if sends.is_empty() {
                 writeln!(text, "round {round}: [{}], no exchange", names(&core))
             } else {
@@ -170,7 +185,7 @@ impl Context {
             // The receives that can run now.
             for k in 0..n {
                 if !done[k]
-                    && matches!(loops[k].op, Op::HaloRecv { .. })
+                    && matches!(*loops[k], Computation::HaloRecv { .. })
                     && deps[k].iter().all(|&j| done[j])
                 {
                     let r = self.host_step(&loops[k], text, failed.is_some()).await;
@@ -232,12 +247,17 @@ impl Context {
 
     /// Runs one computation that happens on the host. After an error on this rank
     /// (`failed`), only its communication runs (the reductions still join the other ranks).
-    async fn host_step(&self, c: &LoopRecord, text: &mut String, failed: bool) -> Result<()> {
+    async fn host_step(&self, c: &Computation, text: &mut String, failed: bool) -> Result<()> {
         let _ = writeln!(text, "host: {}", c.label());
-        match &c.op {
-            Op::Loop | Op::HaloSend { .. } => unreachable!("loops run on the device"),
-            Op::HaloRecv { .. } if failed => {}
-            Op::HaloRecv { dat, send } => {
+        match c {
+            Computation::Loop(_) | Computation::HaloSend { .. } => {
+                return Err(Error::Usage(format!(
+                    "internal: {} runs on the device, not on the host",
+                    c.label()
+                )));
+            }
+            Computation::HaloRecv { .. } if failed => {}
+            Computation::HaloRecv { dat, send, .. } => {
                 let words = self
                     .0
                     .dist()
@@ -249,9 +269,9 @@ impl Context {
                     })?;
                 let start = dat.set.as_ref().map_or(0, |s| s.size() * dat.wdim());
                 self.write_now(dat, start, &words)?;
-                dat.state.halo_received(c.seq);
+                dat.state.halo_received(c.seq());
             }
-            Op::ReduceBegin { local, access } => {
+            Computation::ReduceBegin { local, access, .. } => {
                 // This rank's value is read back and the non-blocking allreduce starts; its
                 // end waits for it only when a loop or the host needs the Global.
                 let read = if failed {
@@ -277,10 +297,11 @@ impl Context {
                 self.0.dist().reductions.borrow_mut().insert(local.id, r);
                 read?;
             }
-            Op::ReduceEnd {
+            Computation::ReduceEnd {
                 global,
                 local,
                 access,
+                ..
             } => {
                 let r = self.0.dist().reductions.borrow_mut().remove(&local.id);
                 let r = r.ok_or_else(|| {

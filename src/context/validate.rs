@@ -207,7 +207,7 @@ impl Context {
             return Err(Error::ParLoop(format!(
                 "{name}: strategy `{}`: {}",
                 self.0.config.strategy.name(),
-                crate::runtime::lower::F64_RACES
+                crate::codegen::strategy::F64_RACES
             )));
         }
         if racing_f32

@@ -197,15 +197,9 @@ impl Comm {
         Ok(out)
     }
 
-    /// Combines a Global's words over all ranks: the sum (INC), least (MIN) or greatest (MAX)
-    /// of each value, for the Global's type (the non-blocking reduction, waited for at once).
-    pub(crate) fn all_reduce(&self, dtype: DType, op: ReduceOp, words: &mut [u32], what: &str) {
-        let reduced = self.start_all_reduce(dtype, op, words, what).finish();
-        words.copy_from_slice(&reduced);
-    }
-
-    /// Starts combining a Global's words over all ranks (as [`Comm::all_reduce`]) without
-    /// waiting: MPI's non-blocking allreduce. [`Reduction::finish`] waits and gives the result.
+    /// Starts combining a Global's words over all ranks without waiting: the sum (INC), least
+    /// (MIN) or greatest (MAX) of each value, for the Global's type, by MPI's non-blocking
+    /// allreduce. [`Reduction::finish`] waits and gives the result.
     #[cfg_attr(not(feature = "mpi"), allow(unused_variables))]
     pub(crate) fn start_all_reduce(
         &self,

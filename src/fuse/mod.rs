@@ -179,12 +179,12 @@ fn barrier(a: &LoopRecord, b: &LoopRecord) -> Option<String> {
             b.space.name()
         ));
     }
-    let shared: BTreeSet<u64> = a
-        .writes
-        .ids()
-        .filter(|id| b.reads.mask(*id) != 0 || b.writes.mask(*id) != 0)
-        .chain(a.reads.ids().filter(|id| b.writes.mask(*id) != 0))
-        .collect();
+    let shared: BTreeSet<u64> =
+        a.at.writes
+            .ids()
+            .filter(|id| b.at.reads.mask(*id) != 0 || b.at.writes.mask(*id) != 0)
+            .chain(a.at.reads.ids().filter(|id| b.at.writes.mask(*id) != 0))
+            .collect();
     for id in shared {
         for lp in [a, b] {
             for arg in lp.args.iter().filter(|x| x.data.id == id) {
@@ -203,9 +203,9 @@ fn barrier(a: &LoopRecord, b: &LoopRecord) -> Option<String> {
 }
 
 fn conflicts(a: &LoopRecord, b: &LoopRecord) -> bool {
-    b.reads.meet(&a.writes).is_some()
-        || b.writes.meet(&a.reads).is_some()
-        || b.writes.meet(&a.writes).is_some()
+    b.at.reads.meet(&a.at.writes).is_some()
+        || b.at.writes.meet(&a.at.reads).is_some()
+        || b.at.writes.meet(&a.at.writes).is_some()
 }
 
 fn partition(loops: &[Rc<LoopRecord>], env: &FuseEnv, data_ids: &[u64]) -> Cached {

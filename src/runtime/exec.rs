@@ -7,8 +7,8 @@ use super::cache::{bind_group, data_buffer, ensure_pipeline, ensure_plan};
 use super::check::{CHECK, Checks};
 use super::lower::{Lowered, Resource, lower};
 use super::readback::{read_staging, read_words, record_times};
-use super::{Engine, Pipeline, PlanEntry, State, host};
-use crate::codegen::{self, Params, Schedule, reduce};
+use super::{Engine, Pipeline, State, host};
+use crate::codegen::{self, Params, reduce};
 use crate::data::DataInner;
 use crate::error::{Error, Result};
 use crate::fuse::Group;
@@ -415,36 +415,18 @@ fn encode_group(
         });
     }
     // Dispatches.
-    let wg = lw.ir.workgroup_size as u64;
-    let ranges: Vec<(u32, u32, u32)> = match (&lw.ir.schedule, plan.as_deref()) {
-        (
-            Schedule::GlobalColour,
-            Some(PlanEntry {
-                colour: Some(c), ..
-            }),
-        ) => (0..c.colours())
-            .map(|k| {
-                let n = (c.offsets[k + 1] - c.offsets[k]) as u32;
-                (n, c.offsets[k] as u32, n.div_ceil(wg as u32))
-            })
-            .collect(),
-        (
-            Schedule::Hierarchical(_) | Schedule::Staged,
-            Some(PlanEntry {
-                blocks: Some(b), ..
-            }),
-        ) => (0..b.block_colours())
-            .map(|k| {
-                let n = (b.colour_offsets[k + 1] - b.colour_offsets[k]) as u32;
-                (n, b.colour_offsets[k] as u32, n)
-            })
-            .collect(),
-        _ => {
-            // Positions of a set's part are a range of its elements starting at `first`.
-            let n = lw.positions() as u32;
-            vec![(n, lw.space.first() as u32, n.div_ceil(wg as u32))]
-        }
-    };
+    // Positions of a set's part are a range of its elements starting at `first`.
+    let ranges = codegen::strategy::dispatches(
+        lw.ir.schedule.plan(),
+        plan.as_deref()
+            .and_then(|p| p.colour.as_ref())
+            .map(|c| &c.offsets[..]),
+        plan.as_deref()
+            .and_then(|p| p.blocks.as_ref())
+            .map(|b| &b.colour_offsets[..]),
+        (lw.positions(), lw.space.first()),
+        lw.ir.workgroup_size,
+    );
     let slots: u32 = ranges.iter().map(|r| r.2).sum();
     let const_words: Rc<[u32]> = Rc::from(codegen::consts::words(&lw.ir.consts));
     if const_words.len() > codegen::consts::MAX_WORDS {

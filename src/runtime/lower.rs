@@ -1,17 +1,18 @@
 //! Lowering: a loop group (one loop, or several fused over one iteration space) becomes the
 //! codegen IR, the list of resources to bind in binding order, and the plan its schedule needs.
-//! Decides the schedule: direct when nothing races; native atomics when only integers race;
-//! otherwise the configured strategy.
+//! The schedule comes from `codegen::strategy::choose` (direct when nothing races; native
+//! atomics when only integers race; otherwise the configured strategy, if legal).
 
+use crate::codegen::strategy::{self, PlanKind};
 use crate::codegen::{
     ArgIr, ArgSource, Atomic, BindingIr, BindingKind, GroupIr, LoopIr, ReductionIr, RegisterIr,
-    Schedule, StagedMapIr,
+    StagedMapIr,
 };
 use crate::config::{Staging, Strategy};
 use crate::data::{DataInner, IterSpace, Map, Subset, Via};
 use crate::fuse::Group;
 use crate::plan::PlanConfig;
-use crate::types::{Access, DType, ReduceOp};
+use crate::types::{Access, DType};
 use std::fmt::Write;
 use std::rc::Rc;
 
@@ -90,10 +91,20 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
                 .map(move |(a, _)| (l, a))
         })
         .collect();
-    let schedule = schedule_for(group, &racing, choice)?;
+    let request = strategy::Request {
+        strategy: choice.strategy,
+        staging: choice.staging,
+        float_atomics: choice.float_atomics,
+        cpu_adapter: choice.cpu_adapter,
+    };
+    let racing_types: Vec<DType> = racing
+        .iter()
+        .map(|&(l, a)| group.loops[l].args[a].data.dtype)
+        .collect();
+    let schedule = strategy::choose(&request, &racing_types)?;
     let staging = schedule.staging();
     if let Some(sub) = space.subset() {
-        if schedule != Schedule::GlobalColour && staging.is_none() {
+        if schedule.plan() == PlanKind::None {
             b.subset = Some(b.bind(
                 Key::Subset(sub.0.id),
                 Resource::Subset(sub.clone()),
@@ -201,16 +212,10 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
                     ArgSource::Global { binding, red }
                 }
                 Via::Map(m, _) | Via::MapAll(m) => {
-                    let atomic = match &schedule {
-                        Schedule::Atomics | Schedule::Cas if racing.contains(&(l, ai)) => {
-                            atomic_kind(&schedule, d.dtype, a.access)
-                        }
-                        Schedule::Atomics
-                        | Schedule::Cas
-                        | Schedule::Direct
-                        | Schedule::GlobalColour
-                        | Schedule::Hierarchical(_)
-                        | Schedule::Staged => Atomic::No,
+                    let atomic = if racing.contains(&(l, ai)) {
+                        schedule.racing_atomic(d.dtype, a.access)
+                    } else {
+                        Atomic::No
                     };
                     let dat = b.data(d, a.access.writes(), atomic);
                     let map = b.map(m);
@@ -244,7 +249,7 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
             args,
         });
     }
-    let planned = schedule == Schedule::GlobalColour || schedule.staging().is_some();
+    let planned = schedule.plan() != PlanKind::None;
     let plan_binding = planned.then(|| {
         b.bind(
             Key::Plan,
@@ -304,7 +309,7 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
         let mut key = format!(
             "{:?}|{}|{:?}|",
             space.key(),
-            matches!(schedule, Schedule::GlobalColour),
+            schedule.plan() == PlanKind::Colouring,
             space.set().sections()
         );
         for (s, m, idx, slot) in &races {
@@ -316,7 +321,7 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
         let _ = write!(key, "|{config:?}");
         PlanSpec {
             key,
-            colour: matches!(schedule, Schedule::GlobalColour),
+            colour: schedule.plan() == PlanKind::Colouring,
             space_sizes,
             races,
             staged: staged_spec,
@@ -332,8 +337,8 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
                 "`{}` over {} ({}:{}): {}",
                 lp.kernel.name(),
                 lp.space.name(),
-                lp.site.file(),
-                lp.site.line(),
+                lp.at.site.file(),
+                lp.at.site.line(),
                 args.join("; ")
             )
         })
@@ -397,72 +402,6 @@ fn reserved_bytes(b: &Builder, choice: &Choice) -> usize {
     dtypes.sort();
     dtypes.dedup();
     dtypes.iter().map(|t| t.bytes()).sum::<usize>() * choice.workgroup_size as usize + 64
-}
-
-/// Why `atomics` and `cas` cannot take f64 increments through maps.
-pub(crate) const F64_RACES: &str = "f64 increments through a map need a colouring strategy: WGSL \
-     has no 64-bit atomics, so `atomics`, `cas` and `staged` cannot apply them; use `auto`, \
-     `global-colour` or `hierarchical`";
-
-/// How a racing argument is applied under `atomics` or `cas`: integers and (under `atomics`)
-/// f32 sums natively, the rest by compare-and-swap on the bit patterns.
-fn atomic_kind(schedule: &Schedule, dtype: DType, access: Access) -> Atomic {
-    let native_sum = matches!(schedule, Schedule::Atomics);
-    match (dtype, access.reduction()) {
-        (DType::U32 | DType::I32, _) => Atomic::Native,
-        (DType::F32, Some(ReduceOp::Sum)) if native_sum => Atomic::Native,
-        (DType::F32 | DType::F64, Some(ReduceOp::Sum | ReduceOp::Min | ReduceOp::Max) | None) => {
-            Atomic::Bits
-        }
-    }
-}
-
-fn schedule_for(
-    group: &Group,
-    racing: &[(usize, usize)],
-    choice: &Choice,
-) -> Result<Schedule, String> {
-    if racing.is_empty() {
-        return Ok(Schedule::Direct);
-    }
-    let dtypes = || {
-        racing
-            .iter()
-            .map(|&(l, a)| group.loops[l].args[a].data.dtype)
-    };
-    if dtypes().all(|t| matches!(t, DType::U32 | DType::I32)) {
-        return Ok(Schedule::Atomics);
-    }
-    // WGSL has no 64-bit atomics: f64 increments through maps are coloured.
-    if dtypes().any(|t| t == DType::F64) {
-        return match choice.strategy {
-            Strategy::Auto | Strategy::GlobalColour => Ok(Schedule::GlobalColour),
-            Strategy::Hierarchical => Ok(Schedule::Hierarchical(choice.staging)),
-            Strategy::Atomics | Strategy::Cas | Strategy::Staged => Err(F64_RACES.to_string()),
-        };
-    }
-    Ok(match choice.strategy {
-        // The table in ARCHITECTURE.md ("Choosing a strategy"): on GPUs with f32 atomics,
-        // native atomics (OP2's modern default); on CPU adapters (lavapipe, llvmpipe,
-        // SwiftShader) and without float atomics, one-level colouring, which measured fastest
-        // there (BENCHMARKS.md) and is deterministic.
-        Strategy::Auto if choice.float_atomics && !choice.cpu_adapter => Schedule::Atomics,
-        Strategy::Auto => Schedule::GlobalColour,
-        Strategy::Hierarchical => Schedule::Hierarchical(choice.staging),
-        Strategy::GlobalColour => Schedule::GlobalColour,
-        Strategy::Cas => Schedule::Cas,
-        Strategy::Staged => Schedule::Staged,
-        Strategy::Atomics => {
-            if !choice.float_atomics {
-                return Err(
-                    "strategy `atomics` needs native f32 atomics (SHADER_FLOAT32_ATOMIC), which \
-                     this adapter lacks: use `hierarchical`, `global-colour` or `cas`"
-                        .to_string(),
-                );
-            }
-            Schedule::Atomics
-        }
-    })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

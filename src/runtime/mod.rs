@@ -62,13 +62,6 @@ impl Engine {
         }
     }
 
-    /// Waits until the device has finished everything submitted (natively; the browser
-    /// cannot wait).
-    pub fn wait_idle(&self) {
-        #[cfg(not(target_arch = "wasm32"))]
-        let _ = self.gpu.device.poll(wgpu::PollType::wait_indefinitely());
-    }
-
     /// A flag that turns true once the work submitted so far has completed (checked with
     /// [`Engine::poll_done`]).
     pub fn done_flag(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {

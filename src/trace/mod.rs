@@ -76,48 +76,115 @@ impl AccessSet {
     }
 }
 
-/// What a computation of the trace does (seed 001's lazy computations).
-#[derive(Clone)]
-pub(crate) enum Op {
+/// Where a computation was recorded and what it touches: program order, the user's call site,
+/// and its read and write sets.
+pub struct Footprint {
+    /// Program order.
+    pub seq: u64,
+    pub site: &'static Location<'static>,
+    pub reads: AccessSet,
+    pub writes: AccessSet,
+}
+
+/// One computation of the trace (seed 001): a loop, or an exchange's or a reduction's half.
+/// Only loops run on the device; the rest run on the host between device work.
+pub(crate) enum Computation {
     /// A par_loop over its space (the whole set, or its core or owned part).
-    Loop,
-    /// HaloSend(d): the record's loop packs the owned values of `d` that neighbours need into
-    /// `packed`; once it has run, they are read back and sent.
+    Loop(Rc<LoopRecord>),
+    /// HaloSend(d): `pack` (a loop over the send lists) gathers the owned values of `dat`
+    /// that neighbours need into `packed`; once it has run, they are read back and sent.
     HaloSend {
+        pack: Rc<LoopRecord>,
         dat: Rc<DataInner>,
         packed: Rc<DataInner>,
     },
     /// HaloRecv(d): writes the values the neighbours sent (for the HaloSend `send`) into
-    /// `d`'s halo.
-    HaloRecv { dat: Rc<DataInner>, send: u64 },
+    /// `dat`'s halo.
+    HaloRecv {
+        at: Footprint,
+        dat: Rc<DataInner>,
+        send: u64,
+    },
     /// A Global's reduction over the ranks begins: this rank's value (`local`) is read back
     /// and a non-blocking allreduce (`access`: sum, min or max) starts.
     ReduceBegin {
+        at: Footprint,
         local: Rc<DataInner>,
         access: crate::types::Access,
     },
     /// The reduction ends: the ranks' values are combined into `global` (for `Inc`, `local`
     /// is this rank's increment, added to `global`; for `Min`/`Max` they are one Global).
     ReduceEnd {
+        at: Footprint,
         global: Rc<DataInner>,
         local: Rc<DataInner>,
         access: crate::types::Access,
     },
 }
 
-/// One recorded computation: a par_loop, or a halo exchange's or a reduction's half.
+impl Computation {
+    /// Where it was recorded and what it touches.
+    pub fn footprint(&self) -> &Footprint {
+        match self {
+            Computation::Loop(l) | Computation::HaloSend { pack: l, .. } => &l.at,
+            Computation::HaloRecv { at, .. }
+            | Computation::ReduceBegin { at, .. }
+            | Computation::ReduceEnd { at, .. } => at,
+        }
+    }
+    pub fn seq(&self) -> u64 {
+        self.footprint().seq
+    }
+    pub fn reads(&self) -> &AccessSet {
+        &self.footprint().reads
+    }
+    pub fn writes(&self) -> &AccessSet {
+        &self.footprint().writes
+    }
+    /// The loop it runs on the device (a par_loop, or a HaloSend's packing loop), if any.
+    pub fn device_loop(&self) -> Option<&Rc<LoopRecord>> {
+        match self {
+            Computation::Loop(l) | Computation::HaloSend { pack: l, .. } => Some(l),
+            Computation::HaloRecv { .. }
+            | Computation::ReduceBegin { .. }
+            | Computation::ReduceEnd { .. } => None,
+        }
+    }
+    /// "par_loop `res_calc` at src/main.rs:42", or the label of what is not a par_loop.
+    pub fn name(&self) -> String {
+        match self {
+            Computation::Loop(l) => l.name(),
+            _ => {
+                let at = self.footprint().site;
+                format!(
+                    "{} (for a par_loop at {}:{})",
+                    self.label(),
+                    at.file(),
+                    at.line()
+                )
+            }
+        }
+    }
+    /// Seed 001's label: `res_calc[core,owned]`, `res_calc[core]`, `HaloSend(q)`, ...
+    pub fn label(&self) -> String {
+        match self {
+            Computation::Loop(l) => l.label(),
+            Computation::HaloSend { dat, .. } => format!("HaloSend({})", dat.name),
+            Computation::HaloRecv { dat, .. } => format!("HaloRecv({})", dat.name),
+            Computation::ReduceBegin { local, .. } => format!("ReductionBegin({})", local.name),
+            Computation::ReduceEnd { global, .. } => format!("ReductionEnd({})", global.name),
+        }
+    }
+}
+
+/// One recorded loop: a par_loop (or its core or owned part), or a HaloSend's packing loop.
 pub struct LoopRecord {
-    /// Program order.
-    pub seq: u64,
+    pub at: Footprint,
     pub kernel: Kernel,
     pub space: IterSpace,
     pub args: Vec<Arg>,
-    pub site: &'static Location<'static>,
     /// The Consts the kernel uses, as they were when the loop was recorded.
     pub consts: Vec<(String, ConstValue)>,
-    pub reads: AccessSet,
-    pub writes: AccessSet,
-    pub(crate) op: Op,
 }
 
 impl LoopRecord {
@@ -126,29 +193,19 @@ impl LoopRecord {
         format!(
             "par_loop `{}` at {}:{}",
             self.kernel.name(),
-            self.site.file(),
-            self.site.line()
+            self.at.site.file(),
+            self.at.site.line()
         )
     }
-    /// Seed 001's label: `res_calc[core,owned]`, `res_calc[core]`, `HaloSend(q)`, ...
+    /// Seed 001's label: `res_calc[core,owned]`, `res_calc[core]`, ...
     pub fn label(&self) -> String {
         let name = self.kernel.name().replace('"', "'");
-        match &self.op {
-            Op::Loop => match &self.space {
-                IterSpace::Core(_) => format!("{name}[core]"),
-                IterSpace::Owned(..) => format!("{name}[owned]"),
-                IterSpace::WithExecHalo(_) => format!("{name}[core,owned,exec]"),
-                _ => format!("{name}[core,owned]"),
-            },
-            Op::HaloSend { dat, .. } => format!("HaloSend({})", dat.name),
-            Op::HaloRecv { dat, .. } => format!("HaloRecv({})", dat.name),
-            Op::ReduceBegin { local, .. } => format!("ReductionBegin({})", local.name),
-            Op::ReduceEnd { global, .. } => format!("ReductionEnd({})", global.name),
+        match &self.space {
+            IterSpace::Core(_) => format!("{name}[core]"),
+            IterSpace::Owned(..) => format!("{name}[owned]"),
+            IterSpace::WithExecHalo(_) => format!("{name}[core,owned,exec]"),
+            _ => format!("{name}[core,owned]"),
         }
-    }
-    /// Whether this computation runs on the device (a loop, or a HaloSend's packing loop).
-    pub fn is_loop(&self) -> bool {
-        matches!(self.op, Op::Loop | Op::HaloSend { .. })
     }
     /// Read and write sets of a loop's arguments (INC counts as both), by section (seed
     /// 001): a loop over core elements reaches core and owned data through its maps; any
@@ -194,21 +251,21 @@ pub struct Reason {
 /// is built when asked for (`edges`, `to_dot`), since evaluating needs only the sets.
 #[derive(Default)]
 pub struct Trace {
-    pending: Vec<Rc<LoopRecord>>,
+    pending: Vec<Rc<Computation>>,
     next_seq: u64,
 }
 
-fn conflict(a_reads: &AccessSet, a_writes: &AccessSet, c: &LoopRecord) -> Option<Reason> {
+fn conflict(a_reads: &AccessSet, a_writes: &AccessSet, c: &Computation) -> Option<Reason> {
     let hit = |kind, m: Option<(u64, u8)>| m.map(|(data, mask)| Reason { kind, data, mask });
-    hit("read-after-write", a_reads.meet(&c.writes))
-        .or_else(|| hit("write-after-read", a_writes.meet(&c.reads)))
-        .or_else(|| hit("write-after-write", a_writes.meet(&c.writes)))
+    hit("read-after-write", a_reads.meet(c.writes()))
+        .or_else(|| hit("write-after-read", a_writes.meet(c.reads())))
+        .or_else(|| hit("write-after-write", a_writes.meet(c.writes())))
 }
 
 /// Whether `later` must run after `earlier` (a read-after-write, write-after-read or
 /// write-after-write on some section).
-pub fn depends(later: &LoopRecord, earlier: &LoopRecord) -> bool {
-    conflict(&later.reads, &later.writes, earlier).is_some()
+pub fn depends(later: &Computation, earlier: &Computation) -> bool {
+    conflict(later.reads(), later.writes(), earlier).is_some()
 }
 
 impl Trace {
@@ -219,12 +276,12 @@ impl Trace {
         self.next_seq += 1;
         self.next_seq
     }
-    pub fn pending(&self) -> &[Rc<LoopRecord>] {
+    pub fn pending(&self) -> &[Rc<Computation>] {
         &self.pending
     }
 
     /// Appends a computation.
-    pub fn record(&mut self, rec: Rc<LoopRecord>) {
+    pub fn record(&mut self, rec: Rc<Computation>) {
         self.pending.push(rec);
     }
 
@@ -234,13 +291,13 @@ impl Trace {
         &mut self,
         reads: &AccessSet,
         writes: &AccessSet,
-    ) -> Vec<(Rc<LoopRecord>, Reason)> {
+    ) -> Vec<(Rc<Computation>, Reason)> {
         let (mut r, mut w) = (reads.clone(), writes.clone());
         let mut needed = vec![None; self.pending.len()];
         for (k, c) in self.pending.iter().enumerate().rev() {
             if let Some(reason) = conflict(&r, &w, c) {
-                r.union(&c.reads.minus(&c.writes));
-                w.union(&c.writes);
+                r.union(&c.reads().minus(c.writes()));
+                w.union(c.writes());
                 needed[k] = Some(reason);
             }
         }
@@ -248,7 +305,7 @@ impl Trace {
     }
 
     /// Removes and returns every pending computation.
-    pub fn take_all(&mut self) -> Vec<(Rc<LoopRecord>, Reason)> {
+    pub fn take_all(&mut self) -> Vec<(Rc<Computation>, Reason)> {
         let all = vec![
             Some(Reason {
                 kind: "flush",
@@ -262,7 +319,7 @@ impl Trace {
 
     /// Removes the oldest `n` computations (a prefix of program order is closed under
     /// dependencies). Used when the trace exceeds its bound.
-    pub fn take_prefix(&mut self, n: usize) -> Vec<(Rc<LoopRecord>, Reason)> {
+    pub fn take_prefix(&mut self, n: usize) -> Vec<(Rc<Computation>, Reason)> {
         let sel = (0..self.pending.len())
             .map(|k| {
                 (k < n).then_some(Reason {
@@ -275,7 +332,7 @@ impl Trace {
         self.take(sel)
     }
 
-    fn take(&mut self, selected: Vec<Option<Reason>>) -> Vec<(Rc<LoopRecord>, Reason)> {
+    fn take(&mut self, selected: Vec<Option<Reason>>) -> Vec<(Rc<Computation>, Reason)> {
         let mut out = Vec::new();
         let mut keep = Vec::new();
         for (c, s) in std::mem::take(&mut self.pending).into_iter().zip(selected) {
@@ -324,7 +381,7 @@ impl Trace {
             let mut covered = vec![false; n];
             let mut direct = Vec::new();
             for j in (0..k).rev() {
-                if !covered[j] && conflict(&c.reads, &c.writes, &self.pending[j]).is_some() {
+                if !covered[j] && conflict(c.reads(), c.writes(), &self.pending[j]).is_some() {
                     direct.push(j);
                     covered[j] = true;
                     for (a, &anc) in ancestors[j].iter().enumerate() {
@@ -345,7 +402,7 @@ impl Trace {
             .iter()
             .enumerate()
             .flat_map(|(k, d)| d.iter().map(move |&j| (j, k)))
-            .map(|(j, k)| (self.pending[j].seq, self.pending[k].seq))
+            .map(|(j, k)| (self.pending[j].seq(), self.pending[k].seq()))
             .collect()
     }
 
@@ -356,21 +413,21 @@ impl Trace {
         let mut has_succ: BTreeSet<u64> = BTreeSet::new();
         let dag = self.dag();
         for c in &self.pending {
-            let _ = writeln!(s, "  c{} [label=\"{}\"];", c.seq, c.label());
+            let _ = writeln!(s, "  c{} [label=\"{}\"];", c.seq(), c.label());
         }
         for (c, d) in self.pending.iter().zip(&dag) {
             if d.is_empty() {
-                let _ = writeln!(s, "  top -> c{};", c.seq);
+                let _ = writeln!(s, "  top -> c{};", c.seq());
             }
             for &j in d {
-                let p = self.pending[j].seq;
+                let p = self.pending[j].seq();
                 has_succ.insert(p);
-                let _ = writeln!(s, "  c{p} -> c{};", c.seq);
+                let _ = writeln!(s, "  c{p} -> c{};", c.seq());
             }
         }
         for c in &self.pending {
-            if !has_succ.contains(&c.seq) {
-                let _ = writeln!(s, "  c{} -> bot;", c.seq);
+            if !has_succ.contains(&c.seq()) {
+                let _ = writeln!(s, "  c{} -> bot;", c.seq());
             }
         }
         s.push_str("}\n");
@@ -378,19 +435,25 @@ impl Trace {
     }
 }
 
-/// Which loops have an observable effect: a write to data the user still holds, or to data a
-/// later loop (in `loops`, or among the ids in `read_later`) reads. Newest to oldest.
-pub fn live_mask(loops: &[Rc<LoopRecord>], mut read_later: BTreeSet<u64>) -> Vec<bool> {
-    let mut keep = vec![false; loops.len()];
-    for (k, lp) in loops.iter().enumerate().rev() {
-        // Exchanges and reductions are collective: every rank runs them.
-        let live = !matches!(lp.op, Op::Loop)
-            || lp.args.iter().any(|a| {
+/// Which computations have an observable effect: a loop's write to data the user still holds,
+/// or to data a later computation (in `computations`, or among the ids in `read_later`) reads;
+/// every exchange and reduction. Newest to oldest.
+pub fn live_mask(computations: &[Rc<Computation>], mut read_later: BTreeSet<u64>) -> Vec<bool> {
+    let mut keep = vec![false; computations.len()];
+    for (k, c) in computations.iter().enumerate().rev() {
+        let live = match &**c {
+            Computation::Loop(lp) => lp.args.iter().any(|a| {
                 a.access.writes() && (a.data.state.alive() || read_later.contains(&a.data.id))
-            });
+            }),
+            // Exchanges and reductions are collective: every rank runs them.
+            Computation::HaloSend { .. }
+            | Computation::HaloRecv { .. }
+            | Computation::ReduceBegin { .. }
+            | Computation::ReduceEnd { .. } => true,
+        };
         if live {
             keep[k] = true;
-            read_later.extend(lp.reads.ids());
+            read_later.extend(c.reads().ids());
         }
     }
     keep

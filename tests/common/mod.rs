@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use parloop::util::Rng;
-use parloop::{Config, Context, Map, Set, Staging, Strategy};
+use parloop::{Config, Context, Map, Set, Staging, Strategy, Variant};
 
 pub fn ctx() -> Context {
     ctx_with(Config::from_env().unwrap())
@@ -31,16 +31,7 @@ pub fn small_ints(n: usize, seed: u64) -> Vec<f32> {
 /// Every strategy the adapter supports (atomics only with f32 atomics), with hierarchical in
 /// its three staging modes, and `staged`.
 pub fn strategies(probe: &Context) -> Vec<(Strategy, Staging)> {
-    let mut s = vec![
-        (Strategy::Hierarchical, Staging::Inc),
-        (Strategy::Hierarchical, Staging::All),
-        (Strategy::Hierarchical, Staging::None),
-        (Strategy::GlobalColour, Staging::Inc),
-        (Strategy::Cas, Staging::Inc),
-        (Strategy::Staged, Staging::Inc),
-    ];
-    if probe.gpu().float_atomics() {
-        s.push((Strategy::Atomics, Staging::Inc));
-    }
-    s
+    Variant::available(probe.gpu().float_atomics())
+        .map(|v| (v.strategy, v.staging))
+        .collect()
 }

@@ -32,21 +32,13 @@ impl Case {
     /// The configuration cycles through the strategies with the seed (those FUZZ_STRATEGIES
     /// names, when `filtered`); the rest is random.
     pub fn new(seed: u64, float_atomics: bool, filtered: bool) -> Case {
-        let mut strategies = vec![
-            (Strategy::Hierarchical, Staging::Inc),
-            (Strategy::Hierarchical, Staging::All),
-            (Strategy::Hierarchical, Staging::None),
-            (Strategy::GlobalColour, Staging::Inc),
-            (Strategy::Cas, Staging::Inc),
-        ];
-        if float_atomics {
-            strategies.push((Strategy::Atomics, Staging::Inc));
-        }
+        // `parloop::Variant::ALL`'s order (fixed, so that a seed keeps its strategy).
         // Regression seeds (unfiltered) were recorded before `staged` existed: they keep the
         // list they were found with, so that each still runs its strategy.
-        if filtered {
-            strategies.push((Strategy::Staged, Staging::Inc));
-        }
+        let mut strategies: Vec<(Strategy, Staging)> = Variant::available(float_atomics)
+            .filter(|v| filtered || v.strategy != Strategy::Staged)
+            .map(|v| (v.strategy, v.staging))
+            .collect();
         // FUZZ_STRATEGIES=global-colour,cas,hierarchical-none,... narrows the list (CI's OpenGL
         // pass leaves out hierarchical staging, which llvmpipe runs for minutes per case).
         if filtered {
@@ -101,10 +93,7 @@ impl Case {
 
 /// Whether FUZZ_STRATEGIES (if set) names this strategy: `hierarchical-inc`, `cas`, ...
 pub fn allowed(s: Strategy, st: Staging) -> bool {
-    let name = match s {
-        Strategy::Hierarchical => format!("hierarchical-{st:?}").to_lowercase(),
-        s => s.name().to_string(),
-    };
+    let name = Variant::new(s, st).name();
     std::env::var("FUZZ_STRATEGIES").map_or(true, |only| only.split(',').any(|o| o.trim() == name))
 }
 

@@ -7,7 +7,7 @@
 use parloop::apps::airfoil::{Airfoil, bytes_per_call};
 use parloop::apps::wave::Wave;
 use parloop::mesh::{airfoil::naca0012, unit_square};
-use parloop::{Config, Context, Kernel, Map, Set, Staging, Stats, Strategy};
+use parloop::{Config, Context, Kernel, Map, Set, Staging, Stats, Strategy, Variant};
 use std::fmt::Write;
 use std::time::Instant;
 
@@ -200,46 +200,13 @@ fn copy_bandwidth(ctx: &Context, bytes: u64) -> f64 {
 /// A strategy table's rows.
 type Rows = [(&'static str, &'static str, Strategy, Staging)];
 
-/// The strategies compared: name (for --strategies), label, strategy, staging.
+/// The strategies compared (`auto`, then `parloop::Variant::ALL`): name (for --strategies),
+/// label, strategy, staging.
 fn strategies(atomics: bool) -> Vec<(&'static str, &'static str, Strategy, Staging)> {
-    let mut v = vec![("auto", "auto", Strategy::Auto, Staging::Inc)];
-    if atomics {
-        v.push(("atomics", "atomics", Strategy::Atomics, Staging::Inc));
-    }
-    v.extend([
-        ("cas", "cas", Strategy::Cas, Staging::Inc),
-        (
-            "global-colour",
-            "global-colour",
-            Strategy::GlobalColour,
-            Staging::Inc,
-        ),
-        (
-            "hierarchical-inc",
-            "hierarchical, INC staged",
-            Strategy::Hierarchical,
-            Staging::Inc,
-        ),
-        (
-            "hierarchical-all",
-            "hierarchical, all staged",
-            Strategy::Hierarchical,
-            Staging::All,
-        ),
-        (
-            "hierarchical-none",
-            "hierarchical, nothing staged",
-            Strategy::Hierarchical,
-            Staging::None,
-        ),
-        (
-            "staged",
-            "staged (workgroup atomics)",
-            Strategy::Staged,
-            Staging::Inc,
-        ),
-    ]);
-    v
+    std::iter::once(Variant::AUTO)
+        .chain(Variant::available(atomics))
+        .map(|v| (v.name(), v.label(), v.strategy, v.staging))
+        .collect()
 }
 
 /// Milliseconds per call of the groups that contain `kernel` since `before` (GPU

@@ -66,9 +66,11 @@ mod cli {
             /// Airfoil iterations per mesh (default: 5 tiny, 20 small, 1000 full).
             #[arg(long)]
             iterations: Option<usize>,
-            /// Only these rows of the strategy tables (comma-separated: auto, atomics, cas,
-            /// global-colour, hierarchical-inc, hierarchical-all, hierarchical-none, staged).
-            #[arg(long, value_delimiter = ',')]
+            /// Only these rows of the strategy tables (comma-separated: `auto` and the names of
+            /// `parloop::Variant::ALL`).
+            #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(
+                std::iter::once(parloop::Variant::AUTO).chain(parloop::Variant::ALL).map(|v| v.name())
+            ))]
             strategies: Vec<String>,
         },
         /// Partition a loop graph (JSON) into the fewest valid loops.

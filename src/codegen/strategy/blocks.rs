@@ -1,17 +1,19 @@
-//! The main function of a hierarchical loop group (seed 002's plan, docs/background.md): each
-//! workgroup takes one block of the current block colour, stages the block's targets in
-//! workgroup memory, computes all its elements at once (increments held in registers), applies
-//! the increments one thread colour after another with a barrier between them (OP2's CUDA
-//! plan), and writes the staged increments back.
+//! The main function of a mini-partition schedule (`hierarchical` and `staged`; seed 002's
+//! plan, docs/background.md): each workgroup takes one block of the current block colour,
+//! stages the block's targets in workgroup memory (racing ones at their identity, read ones
+//! gathered), lets the schedule compute and combine its elements (`middle`), and adds the
+//! staged increments back to global memory.
 
-use super::{
-    Access, ArgSource, BindingKind, DType, GroupIr, Staging, combine, dat_index, declare_racing,
-    element_body, racing_args, reduce_op, staged_load,
+use super::super::{
+    Access, ArgSource, BindingKind, DType, GroupIr, combine, dat_index, racing_args, reduce_op,
 };
+use super::staged_load;
 use crate::plan::{PLAN_HEADER_FIXED, PLAN_HEADER_PER_MAP};
 use std::fmt::Write;
 
-pub(super) fn hierarchical_main(g: &GroupIr, staging: Staging, w: &mut String) {
+/// The block's header, stage-in, `middle` (which computes the block's elements and combines
+/// their increments into the staged targets) and stage-out.
+pub(super) fn main(g: &GroupIr, w: &mut String, middle: impl FnOnce(&GroupIr, &mut String)) {
     let wg = g.workgroup_size;
     let plan = g.var(g.plan.unwrap_or(0));
     let _ = writeln!(
@@ -83,22 +85,7 @@ pub(super) fn hierarchical_main(g: &GroupIr, staging: Staging, w: &mut String) {
     if !g.staged.is_empty() {
         w.push_str("    workgroupBarrier();\n");
     }
-    if g.staged_atomics() {
-        // The `staged` strategy: every thread takes its positions of the block and combines
-        // its increments into the staged targets with workgroup atomics, in any order.
-        let colours = format!("{plan}[{plan}[5u] + pl_cbase");
-        let _ = writeln!(
-            w,
-            "    let pl_cbase = {plan}[{plan}[2u] + pl_block.id];\n    \
-             let pl_end = select({colours}], {colours} + pl_block.ncol], pl_block.ncol > 0u);\n    \
-             for (var pl_p = {colours}] + pl_lid; pl_p < pl_end; pl_p += {wg}u) {{\n        \
-             let pl_e = {plan}[{plan}[1u] + pl_p];"
-        );
-        element_body(g, w, "        ", None);
-        w.push_str("    }\n");
-    } else {
-        colour_by_colour(g, staging, w);
-    }
+    middle(g, w);
 
     // Stage out: add the staged increments to global memory.
     // Idle workgroups of a rounded-up grid (count 0) stage nothing, so they write nothing.
@@ -134,59 +121,6 @@ pub(super) fn hierarchical_main(g: &GroupIr, staging: Staging, w: &mut String) {
             o1 = PLAN_HEADER_FIXED + PLAN_HEADER_PER_MAP * s + 1
         );
     }
-}
-
-/// OP2's plan: every thread computes its elements of the block at once, keeping the
-/// increments in registers (its locals), then the thread colours take turns applying them, a
-/// barrier between colours.
-fn colour_by_colour(g: &GroupIr, staging: Staging, w: &mut String) {
-    let wg = g.workgroup_size;
-    let plan = g.var(g.plan.unwrap_or(0));
-    // Positions of one colour are contiguous: a position's colour is found among the block's
-    // colour offsets. Rounds of one position per thread; each round's colour phases cover
-    // only the colours its positions have (thread 0 finds them; a uniform load shares them),
-    // so a block of R rounds and C colours has about R + C phases, not R x C. Every bound a
-    // barrier depends on is uniform (the block from `pl_blk`, the span from `pl_span`).
-    let barrier = if staging == Staging::None {
-        "storageBarrier"
-    } else {
-        "workgroupBarrier"
-    };
-    let colours = format!("{plan}[{plan}[5u] + pl_cbase");
-    let colour_of = |p: &str, out: &str| {
-        format!("var {out} = 0u; while ({colours} + {out} + 1u] <= {p}) {{ {out}++; }}")
-    };
-    let _ = writeln!(
-        w,
-        "    let pl_cbase = {plan}[{plan}[2u] + pl_block.id];\n    \
-         let pl_first = {colours}];\n    \
-         for (var pl_q = 0u; pl_q < pl_block.count; pl_q += {wg}u) {{\n        \
-         if (pl_lid == 0u) {{\n            \
-         let pl_lo = pl_first + pl_q;\n            \
-         let pl_hi = pl_first + min(pl_q + {wg}u, pl_block.count) - 1u;\n            \
-         {}\n            {}\n            \
-         pl_span = vec2<u32>(pl_clo, pl_chi + 1u);\n        }}\n        \
-         let pl_cs = workgroupUniformLoad(&pl_span);\n        \
-         var pl_p = 0u;\n        var pl_e = 0u;\n        var pl_col = 0xffffffffu;",
-        colour_of("pl_lo", "pl_clo"),
-        colour_of("pl_hi", "pl_chi")
-    );
-    declare_racing(g, w, "        ");
-    let _ = writeln!(
-        w,
-        "        if (pl_q + pl_lid < pl_block.count) {{\n            \
-         pl_p = pl_first + pl_q + pl_lid;\n            \
-         pl_e = {plan}[{plan}[1u] + pl_p];\n            \
-         {}\n            pl_col = pl_c0;",
-        colour_of("pl_p", "pl_c0")
-    );
-    let mut apply = String::new();
-    element_body(g, w, "            ", Some(&mut apply));
-    let _ = writeln!(
-        w,
-        "        }}\n        for (var pl_c = pl_cs.x; pl_c < pl_cs.y; pl_c++) {{\n            \
-         if (pl_col == pl_c) {{\n{apply}            }}\n            {barrier}();\n        }}\n    }}"
-    );
 }
 
 /// A staged value of `dat` as its type (atomics are loaded).

@@ -1,0 +1,39 @@
+//! `atomics`: one invocation per position, in order; racing increments go straight to global
+//! memory with native atomics (`atomicAdd` on `atomic<f32>` needs SHADER_FLOAT32_ATOMIC:
+//! Vulkan and Metal, lavapipe too; not GL, DX12 or browsers). f32 min/max use a
+//! compare-and-swap loop on the value; integers use their native atomics (which every strategy
+//! does when only integers race). No plan. Not bit-reproducible: the order of additions varies.
+//! Illegal for f64 (WGSL has no 64-bit atomics) and on adapters without f32 atomics.
+
+use super::super::{Atomic, GroupIr, flat_main};
+use super::{F64_RACES, Request, has_f64};
+use crate::types::{Access, DType, ReduceOp};
+
+pub(super) fn legal(req: &Request, racing: &[DType]) -> Result<(), String> {
+    if has_f64(racing) {
+        return Err(F64_RACES.to_string());
+    }
+    if !req.float_atomics && racing.contains(&DType::F32) {
+        return Err(
+            "strategy `atomics` needs native f32 atomics (SHADER_FLOAT32_ATOMIC), which this \
+             adapter lacks: use `hierarchical`, `global-colour` or `cas`"
+                .to_string(),
+        );
+    }
+    Ok(())
+}
+
+/// Integers and f32 sums natively, f32 min/max by compare-and-swap on the bit patterns.
+pub(super) fn atomic(dtype: DType, access: Access) -> Atomic {
+    match (dtype, access.reduction()) {
+        (DType::U32 | DType::I32, _) => Atomic::Native,
+        (DType::F32, Some(ReduceOp::Sum)) => Atomic::Native,
+        (DType::F32 | DType::F64, Some(ReduceOp::Sum | ReduceOp::Min | ReduceOp::Max) | None) => {
+            Atomic::Bits
+        }
+    }
+}
+
+pub(super) fn main(g: &GroupIr, w: &mut String) {
+    flat_main(g, w, None);
+}

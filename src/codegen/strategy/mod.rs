@@ -1,0 +1,226 @@
+//! The racing-increment strategies, one file each: what each generates, when it is legal, the
+//! plan it needs and how it is dispatched. A user picks a [`crate::config::Strategy`]
+//! (`config::Variant::ALL` lists them for tests, fuzzers and benchmarks); [`choose`] turns it
+//! into a [`Schedule`] for one loop group, given what races in the group and what the adapter
+//! has.
+//!
+//! | schedule | file | plan | racing increments |
+//! |---|---|---|---|
+//! | `Direct` | `direct.rs` | none | none race |
+//! | `Atomics` | `atomics.rs` | none | native atomics |
+//! | `Cas` | `cas.rs` | none | compare-and-swap on bit patterns |
+//! | `GlobalColour` | `global_colour.rs` | element colouring | plain, one dispatch per colour |
+//! | `Hierarchical` | `hierarchical.rs` (+ `blocks.rs`) | blocks | workgroup memory, thread colours |
+//! | `Staged` | `staged.rs` (+ `blocks.rs`) | blocks | workgroup memory, workgroup atomics |
+//!
+//! A new strategy is a variant of `config::Strategy` and of [`Schedule`], a file here, and the
+//! arms the compiler then asks for: every match over either enum is exhaustive (`tests/tidy.rs`
+//! refuses a catch-all arm).
+
+mod atomics;
+mod blocks;
+mod cas;
+mod direct;
+mod global_colour;
+mod hierarchical;
+pub(super) mod staged;
+
+pub(super) use staged::staged_load;
+
+use super::{Atomic, GroupIr};
+use crate::config::{Staging, Strategy};
+use crate::types::{Access, DType};
+
+/// How a group's iteration positions are scheduled.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Schedule {
+    /// One invocation per position; nothing races.
+    Direct,
+    /// Racing arguments applied with native atomics (f32 add needs SHADER_FLOAT32_ATOMIC;
+    /// f32 min/max use a compare-and-swap loop; integers are native).
+    Atomics,
+    /// Racing f32 arguments applied with compare-and-swap loops on u32 bit patterns.
+    Cas,
+    /// Positions sorted by colour (plan array), one dispatch per colour.
+    GlobalColour,
+    /// One workgroup per mini-partition; thread colours inside; block colours across dispatches.
+    Hierarchical(Staging),
+    /// One workgroup per mini-partition; its racing increments combined in workgroup memory
+    /// with workgroup atomics (no thread colours); block colours across dispatches.
+    Staged,
+}
+
+/// The plan a schedule needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlanKind {
+    /// No plan: positions run in order.
+    None,
+    /// One-level element colouring: positions sorted by colour.
+    Colouring,
+    /// Mini-partitions with block and thread colours.
+    Blocks,
+}
+
+/// What decides a group's schedule besides the group: the user's choice and the adapter.
+#[derive(Clone, Copy, Debug)]
+pub struct Request {
+    pub strategy: Strategy,
+    pub staging: Staging,
+    /// The adapter has native f32 atomics.
+    pub float_atomics: bool,
+    /// The adapter runs on the CPU (lavapipe, llvmpipe, SwiftShader).
+    pub cpu_adapter: bool,
+}
+
+/// Why `atomics`, `cas` and `staged` cannot take f64 increments through maps.
+pub(crate) const F64_RACES: &str = "f64 increments through a map need a colouring strategy: WGSL \
+     has no 64-bit atomics, so `atomics`, `cas` and `staged` cannot apply them; use `auto`, \
+     `global-colour` or `hierarchical`";
+
+/// The schedule of a group whose racing arguments have the types `racing`, or why the
+/// requested strategy cannot run it.
+pub fn choose(req: &Request, racing: &[DType]) -> Result<Schedule, String> {
+    if racing.is_empty() {
+        return Ok(Schedule::Direct);
+    }
+    // Integers always take native atomics, whatever the strategy.
+    if racing.iter().all(|t| matches!(t, DType::U32 | DType::I32)) {
+        return Ok(Schedule::Atomics);
+    }
+    let schedule = match req.strategy {
+        Strategy::Auto => auto(req, racing),
+        Strategy::Hierarchical => Schedule::Hierarchical(req.staging),
+        Strategy::GlobalColour => Schedule::GlobalColour,
+        Strategy::Atomics => Schedule::Atomics,
+        Strategy::Cas => Schedule::Cas,
+        Strategy::Staged => Schedule::Staged,
+    };
+    schedule.legal(req, racing)?;
+    Ok(schedule)
+}
+
+/// `auto`: the table in ARCHITECTURE.md ("Racing increments"). On GPUs with f32 atomics,
+/// native atomics (OP2's modern default); on CPU adapters (lavapipe, llvmpipe, SwiftShader),
+/// without float atomics and for f64, one-level colouring, which measured fastest there
+/// (BENCHMARKS.md) and is deterministic.
+fn auto(req: &Request, racing: &[DType]) -> Schedule {
+    let f64 = racing.contains(&DType::F64);
+    if req.float_atomics && !req.cpu_adapter && !f64 {
+        Schedule::Atomics
+    } else {
+        Schedule::GlobalColour
+    }
+}
+
+/// Whether some racing argument is f64 (WGSL has no 64-bit atomics).
+fn has_f64(racing: &[DType]) -> bool {
+    racing.contains(&DType::F64)
+}
+
+impl Schedule {
+    /// Every schedule (each staging of `Hierarchical`), for tests.
+    #[cfg(test)]
+    pub fn all() -> Vec<Schedule> {
+        vec![
+            Schedule::Direct,
+            Schedule::Atomics,
+            Schedule::Cas,
+            Schedule::GlobalColour,
+            Schedule::Hierarchical(Staging::None),
+            Schedule::Hierarchical(Staging::Inc),
+            Schedule::Hierarchical(Staging::All),
+            Schedule::Staged,
+        ]
+    }
+    /// Whether the schedule can run racing arguments of types `racing` on this adapter.
+    fn legal(&self, req: &Request, racing: &[DType]) -> Result<(), String> {
+        match self {
+            Schedule::Direct => direct::legal(racing),
+            Schedule::Atomics => atomics::legal(req, racing),
+            Schedule::Cas => cas::legal(racing),
+            Schedule::GlobalColour => global_colour::legal(),
+            Schedule::Hierarchical(_) => hierarchical::legal(),
+            Schedule::Staged => staged::legal(racing),
+        }
+    }
+    /// The plan the schedule needs.
+    pub fn plan(&self) -> PlanKind {
+        match self {
+            Schedule::Direct | Schedule::Atomics | Schedule::Cas => PlanKind::None,
+            Schedule::GlobalColour => PlanKind::Colouring,
+            Schedule::Hierarchical(_) | Schedule::Staged => PlanKind::Blocks,
+        }
+    }
+    /// What a mini-partition schedule stages in workgroup memory (None: not one).
+    pub fn staging(&self) -> Option<Staging> {
+        match self {
+            Schedule::Hierarchical(s) => Some(*s),
+            Schedule::Staged => Some(Staging::Inc),
+            Schedule::Direct | Schedule::Atomics | Schedule::Cas | Schedule::GlobalColour => None,
+        }
+    }
+    /// How a racing argument (`dtype`, `access`) is applied to global memory.
+    pub fn racing_atomic(&self, dtype: DType, access: Access) -> Atomic {
+        match self {
+            Schedule::Atomics => atomics::atomic(dtype, access),
+            Schedule::Cas => cas::atomic(dtype),
+            // Colouring and staging made the increments safe: plain read-modify-write.
+            Schedule::Direct
+            | Schedule::GlobalColour
+            | Schedule::Hierarchical(_)
+            | Schedule::Staged => Atomic::No,
+        }
+    }
+    /// Whether racing increments are combined in workgroup memory with workgroup atomics.
+    pub fn workgroup_atomics(&self) -> bool {
+        match self {
+            Schedule::Staged => true,
+            Schedule::Direct
+            | Schedule::Atomics
+            | Schedule::Cas
+            | Schedule::GlobalColour
+            | Schedule::Hierarchical(_) => false,
+        }
+    }
+    /// Writes the body of the shader's main function (after the reduction accumulators).
+    pub(super) fn main(&self, g: &GroupIr, w: &mut String) {
+        match self {
+            Schedule::Direct => direct::main(g, w),
+            Schedule::Atomics => atomics::main(g, w),
+            Schedule::Cas => cas::main(g, w),
+            Schedule::GlobalColour => global_colour::main(g, w),
+            Schedule::Hierarchical(staging) => hierarchical::main(g, *staging, w),
+            Schedule::Staged => staged::main(g, w),
+        }
+    }
+}
+
+/// The dispatches of a group: (positions, first position, workgroups) each. `colour_offsets`
+/// are the colouring's (a `Colouring` plan), `block_offsets` the block colours' (a `Blocks`
+/// plan); `positions` start at `first` when there is no plan.
+pub fn dispatches(
+    plan: PlanKind,
+    colour_offsets: Option<&[usize]>,
+    block_offsets: Option<&[usize]>,
+    (positions, first): (usize, usize),
+    workgroup_size: u32,
+) -> Vec<(u32, u32, u32)> {
+    let each = |offsets: &[usize], per: &dyn Fn(u32) -> u32| -> Vec<(u32, u32, u32)> {
+        offsets
+            .windows(2)
+            .map(|o| {
+                let n = (o[1] - o[0]) as u32;
+                (n, o[0] as u32, per(n))
+            })
+            .collect()
+    };
+    match (plan, colour_offsets, block_offsets) {
+        (PlanKind::Colouring, Some(c), _) => each(c, &|n| n.div_ceil(workgroup_size)),
+        // One workgroup per block.
+        (PlanKind::Blocks, _, Some(b)) => each(b, &|n| n),
+        (PlanKind::None | PlanKind::Colouring | PlanKind::Blocks, _, _) => {
+            let n = positions as u32;
+            vec![(n, first as u32, n.div_ceil(workgroup_size))]
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! `staged`: the mini-partitions and block colours of the hierarchical plan (`blocks.rs`), but
+//! each thread takes its positions of the block and combines its increments into the staged
+//! targets with workgroup atomics, in any order: no thread colours and no barrier between
+//! them. Staged f32 targets are `atomic<u32>` bit patterns updated by compare-and-swap,
+//! integers native atomics. For adapters without float atomics (browsers, GL, DX12). Not
+//! bit-reproducible (the order of additions within a block varies). Illegal for f64 (WGSL has
+//! no 64-bit atomics).
+
+use super::super::{DType, GroupIr, element_body};
+use super::{F64_RACES, blocks, has_f64};
+use std::fmt::Write;
+
+pub(super) fn legal(racing: &[DType]) -> Result<(), String> {
+    if has_f64(racing) {
+        Err(F64_RACES.to_string())
+    } else {
+        Ok(())
+    }
+}
+
+pub(super) fn main(g: &GroupIr, w: &mut String) {
+    blocks::main(g, w, |g, w| {
+        let wg = g.workgroup_size;
+        let plan = g.var(g.plan.unwrap_or(0));
+        // The `staged` strategy: every thread takes its positions of the block and combines
+        // its increments into the staged targets with workgroup atomics, in any order.
+        let colours = format!("{plan}[{plan}[5u] + pl_cbase");
+        let _ = writeln!(
+            w,
+            "    let pl_cbase = {plan}[{plan}[2u] + pl_block.id];\n    \
+             let pl_end = select({colours}], {colours} + pl_block.ncol], pl_block.ncol > 0u);\n    \
+             for (var pl_p = {colours}] + pl_lid; pl_p < pl_end; pl_p += {wg}u) {{\n        \
+             let pl_e = {plan}[{plan}[1u] + pl_p];"
+        );
+        element_body(g, w, "        ", None);
+        w.push_str("    }\n");
+    });
+}
+
+/// The element type of a staged array combined with workgroup atomics: f32 as its bits
+/// (compare-and-swap), integers natively. (f64 is refused before: WGSL has no 64-bit atomics.)
+pub(in crate::codegen) fn staged_atomic_type(dtype: DType) -> &'static str {
+    match dtype {
+        DType::I32 => "atomic<i32>",
+        DType::U32 | DType::F32 | DType::F64 => "atomic<u32>",
+    }
+}
+
+/// A value of a staged atomic array as its type.
+pub(in crate::codegen) fn staged_load(dtype: DType, place: &str) -> String {
+    match dtype {
+        DType::F32 => format!("bitcast<f32>(atomicLoad(&{place}))"),
+        DType::U32 | DType::I32 | DType::F64 => format!("atomicLoad(&{place})"),
+    }
+}
