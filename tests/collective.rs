@@ -392,3 +392,43 @@ fn a_halo_reached_only_through_the_exec_halo_is_exchanged() {
         assert_eq!(got, want, "lazy {lazy}");
     }
 }
+
+#[test]
+#[ignore = "run by the other tests under mpirun"]
+fn global_max_worker() {
+    let Some(_) = out_path() else { return };
+    let ctx = worker_ctx();
+    let (part, cells, ..) = chain(&ctx);
+    let cells = part.set(cells);
+    let ids: Vec<f32> = cells
+        .global_ids()
+        .unwrap()
+        .iter()
+        .map(|&g| g as f32 + 1.0)
+        .collect();
+    let v = ctx.dat("v", &cells, 1, &ids).unwrap();
+    let g = ctx.global::<f32>("g", &[f32::NEG_INFINITY]).unwrap();
+    let mx = Kernel::new(
+        "mx",
+        "fn mx(a: ptr<function, array<f32, 1>>, g: ptr<function, array<f32, 1>>) { \
+         (*g)[0] = max((*g)[0], (*a)[0]); }",
+    );
+    ctx.par_loop(&mx, &cells, &[v.read(), g.max()]).unwrap();
+    let first = g.value().unwrap()[0];
+    // A loop over a set that is not distributed (every rank runs it whole) reduces into the
+    // same Global: its only write, which must not be dropped as dead.
+    let plain = parloop::Set::new("plain", 1);
+    let w = ctx.dat("w", &plain, 1, &[100.0f32]).unwrap();
+    ctx.par_loop(&mx, &plain, &[w.read(), g.max()]).unwrap();
+    write_out(&ctx, &[first, g.value().unwrap()[0]]);
+}
+
+/// Review of issue 31: the end of a MIN/MAX reduction over the ranks marked the user's Global
+/// as dropped, so a later loop whose only write was into it was dropped as dead.
+#[test]
+fn a_global_max_reduced_over_the_ranks_stays_alive_lazy_and_eager() {
+    for lazy in ["1", "0"] {
+        let got = mpirun_env(2, "global_max_worker", &[("PARLOOP_LAZY", lazy)]);
+        assert_eq!(got, [8.0, 100.0], "lazy {lazy}");
+    }
+}

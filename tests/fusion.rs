@@ -160,15 +160,18 @@ fn program(ctx: &Context, seed: u64) -> Vec<Vec<f32>> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(20))]
     #[test]
-    fn fused_and_unfused_give_identical_results(seed in any::<u64>(), which in 0usize..6) {
+    fn fused_and_unfused_give_identical_results(
+        seed in any::<u64>(),
+        which in 0usize..parloop::Variant::ALL.len(),
+    ) {
         let probe = ctx();
         let all = strategies(&probe);
-        let strategy = all[which % all.len()].0;
-        let fused = ctx_with(Config { fusion: true, strategy, ..Config::from_env().unwrap() });
-        let plain = ctx_with(Config { fusion: false, strategy, ..Config::from_env().unwrap() });
+        let (strategy, staging) = all[which % all.len()];
+        let config = |fusion| Config { fusion, strategy, staging, ..Config::from_env().unwrap() };
+        let (fused, plain) = (ctx_with(config(true)), ctx_with(config(false)));
         let a = program(&fused, seed);
         let b = program(&plain, seed);
-        prop_assert_eq!(&a, &b, "strategy {:?}\n{}", strategy, fused.explain());
+        prop_assert_eq!(&a, &b, "strategy {:?} {:?}\n{}", strategy, staging, fused.explain());
     }
 }
 

@@ -203,12 +203,13 @@ fn no_source_file_is_over_600_lines() {
 }
 
 /// The enums whose every value must be decided in each match over them.
-const EXHAUSTIVE: [&str; 5] = [
+const EXHAUSTIVE: [&str; 6] = [
     "Access::",
     "ReduceOp::",
     "Strategy::",
     "Schedule::",
     "PlanKind::",
+    "Computation::",
 ];
 
 /// Catch-all arms (`_ =>`) in matches whose other arms name one of `EXHAUSTIVE` (by rustfmt's

@@ -80,7 +80,10 @@ impl Context {
             .iter()
             .filter_map(|c| match &**c {
                 Computation::HaloRecv { dat, send, .. } => Some((dat.clone(), *send)),
-                _ => None,
+                Computation::Loop(_)
+                | Computation::HaloSend { .. }
+                | Computation::ReduceBegin { .. }
+                | Computation::ReduceEnd { .. } => None,
             })
             .collect();
         let live = crate::trace::live_mask(&all, still_pending.clone());
@@ -89,11 +92,15 @@ impl Context {
             .zip(live)
             .filter_map(|(c, k)| k.then_some(c))
             .collect();
+        // Only par_loops: fused and run in one go; else the rounds of `context::rounds`.
         let loops: Option<Vec<Rc<LoopRecord>>> = computations
             .iter()
             .map(|c| match &**c {
                 Computation::Loop(l) => Some(l.clone()),
-                _ => None,
+                Computation::HaloSend { .. }
+                | Computation::HaloRecv { .. }
+                | Computation::ReduceBegin { .. }
+                | Computation::ReduceEnd { .. } => None,
             })
             .collect();
         let before = self.0.engine.rt.borrow().stats.clone();

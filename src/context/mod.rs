@@ -4,7 +4,6 @@
 //! write-only.
 
 pub use crate::config::Config;
-use crate::config::Strategy;
 use crate::data::{Arg, ConstValue, Dat, DataInner, Global, IterSpace, Via, section};
 use crate::error::{Error, Result};
 use crate::fuse::{self, Group};
@@ -267,7 +266,11 @@ impl Context {
                     Computation::Loop(l) if l.space.set().halo().is_none() => {
                         l.kernel.name().to_string()
                     }
-                    _ => c.label(),
+                    Computation::Loop(_)
+                    | Computation::HaloSend { .. }
+                    | Computation::HaloRecv { .. }
+                    | Computation::ReduceBegin { .. }
+                    | Computation::ReduceEnd { .. } => c.label(),
                 })
                 .unwrap_or_default()
         };

@@ -121,7 +121,10 @@ impl Context {
                     Computation::HaloSend { dat, packed, .. } => {
                         Some((dat.clone(), packed.clone(), c.seq()))
                     }
-                    _ => None,
+                    Computation::Loop(_)
+                    | Computation::HaloRecv { .. }
+                    | Computation::ReduceBegin { .. }
+                    | Computation::ReduceEnd { .. } => None,
                 })
                 .collect();
             // What later computations (and the rest of the trace) read, for the fuser.
@@ -308,8 +311,9 @@ impl Context {
                     Error::Usage(format!("internal: {} before its begin", c.label()))
                 })?;
                 let mut words = r.finish();
-                local.state.dropped();
                 if *access == Access::Inc {
+                    // The rank's partial (MIN/MAX reduce the user's Global in place: it stays).
+                    local.state.dropped();
                     runtime::exec::run(&self.0.engine, &[], std::slice::from_ref(global)).await?;
                     global.ensure_host_zeros();
                     ReduceOp::Sum.combine_words(global.dtype, &mut words, &global.host.borrow());

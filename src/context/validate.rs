@@ -198,12 +198,7 @@ impl Context {
             )));
         }
         let racing_f64 = args.iter().any(|a| a.races() && a.data.dtype == DType::F64);
-        if racing_f64
-            && matches!(
-                self.0.config.strategy,
-                Strategy::Atomics | Strategy::Cas | Strategy::Staged
-            )
-        {
+        if racing_f64 && !self.0.config.strategy.takes_f64() {
             return Err(Error::ParLoop(format!(
                 "{name}: strategy `{}`: {}",
                 self.0.config.strategy.name(),
@@ -211,13 +206,15 @@ impl Context {
             )));
         }
         if racing_f32
-            && self.0.config.strategy == Strategy::Atomics
+            && self.0.config.strategy.needs_float_atomics()
             && !self.0.engine.gpu.float_atomics()
         {
             return Err(Error::ParLoop(format!(
-                "{name}: strategy `atomics` needs native f32 atomics (SHADER_FLOAT32_ATOMIC), which \
-                 adapter {} lacks: use `hierarchical`, `global-colour` or `cas`",
-                self.adapter()
+                "{name}: {}",
+                crate::codegen::strategy::atomics::no_float_atomics(&format!(
+                    "adapter {}",
+                    self.adapter()
+                ))
             )));
         }
         // The kernel itself.

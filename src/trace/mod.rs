@@ -154,7 +154,10 @@ impl Computation {
     pub fn name(&self) -> String {
         match self {
             Computation::Loop(l) => l.name(),
-            _ => {
+            Computation::HaloSend { .. }
+            | Computation::HaloRecv { .. }
+            | Computation::ReduceBegin { .. }
+            | Computation::ReduceEnd { .. } => {
                 let at = self.footprint().site;
                 format!(
                     "{} (for a par_loop at {}:{})",

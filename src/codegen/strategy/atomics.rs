@@ -14,13 +14,17 @@ pub(super) fn legal(req: &Request, racing: &[DType]) -> Result<(), String> {
         return Err(F64_RACES.to_string());
     }
     if !req.float_atomics && racing.contains(&DType::F32) {
-        return Err(
-            "strategy `atomics` needs native f32 atomics (SHADER_FLOAT32_ATOMIC), which this \
-             adapter lacks: use `hierarchical`, `global-colour` or `cas`"
-                .to_string(),
-        );
+        return Err(no_float_atomics("this adapter"));
     }
     Ok(())
+}
+
+/// Why `atomics` cannot run f32 increments on `adapter`.
+pub(crate) fn no_float_atomics(adapter: &str) -> String {
+    format!(
+        "strategy `atomics` needs native f32 atomics (SHADER_FLOAT32_ATOMIC), which {adapter} \
+         lacks: use `hierarchical`, `global-colour` or `cas`"
+    )
 }
 
 /// Integers and f32 sums natively, f32 min/max by compare-and-swap on the bit patterns.

@@ -17,7 +17,7 @@
 //! arms the compiler then asks for: every match over either enum is exhaustive (`tests/tidy.rs`
 //! refuses a catch-all arm).
 
-mod atomics;
+pub(crate) mod atomics;
 mod blocks;
 mod cas;
 mod direct;
