@@ -11,6 +11,20 @@ pub mod topology;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod vtk;
 
+/// Why a mesh could not be read or used: what is wrong and where (a Gmsh file's line or byte
+/// offset, an OP2 grid file's line, a cell or facet of the topology).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct MeshError(pub String);
+
+/// A mesh error in a function returning [`crate::Result`]: [`crate::Error::Data`] with the
+/// same message.
+impl From<MeshError> for crate::Error {
+    fn from(e: MeshError) -> crate::Error {
+        crate::Error::Data(e.0)
+    }
+}
+
 /// A triangle mesh: vertex coordinates and cell -> vertex indices (counter-clockwise).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TriMesh {

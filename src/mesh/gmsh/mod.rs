@@ -1,5 +1,5 @@
 //! Gmsh meshes (`.msh`): format 4.1, ASCII and binary, and 2.2 ASCII, read here (the formats
-//! are a few sections of numbers; [`read`] never panics: a malformed file is an [`MshError`]
+//! are a few sections of numbers; [`read`] never panics: a malformed file is a [`MeshError`]
 //! that says what is wrong and where, by line or byte offset). First-order cells in 2-D
 //! (triangles, quadrilaterals) and 3-D (tetrahedra, hexahedra); lower-dimensional elements
 //! (lines in 2-D, triangles and quadrilaterals in 3-D) are read as the facets of physical
@@ -8,6 +8,7 @@
 //! Owns: turning a file into host arrays ([`GmshMesh`]). Must never: touch a Context (the mesh
 //! becomes parloop data through [`super::topology::MeshData`]).
 
+use super::MeshError;
 use std::collections::HashMap;
 
 /// A first-order cell type parloop reads.
@@ -115,13 +116,8 @@ pub struct GmshMesh {
     pub groups: Vec<Group>,
 }
 
-/// Why a file could not be read: what and where (line, or byte offset in a binary file).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct MshError(pub String);
-
-fn err<T>(msg: impl Into<String>) -> Result<T, MshError> {
-    Err(MshError(msg.into()))
+fn err<T>(msg: impl Into<String>) -> Result<T, MeshError> {
+    Err(MeshError(msg.into()))
 }
 
 impl GmshMesh {
@@ -144,7 +140,7 @@ impl GmshMesh {
     }
     /// A triangle mesh as the wave demo takes it: 2-D coordinates, triangles turned
     /// counter-clockwise. An error names the cell type of any other mesh.
-    pub fn triangles(&self) -> Result<super::TriMesh, MshError> {
+    pub fn triangles(&self) -> Result<super::TriMesh, MeshError> {
         if self.cell_type != CellType::Triangle {
             return err(format!(
                 "this mesh has {} cells: the wave demo runs on triangles (P1)",
@@ -178,17 +174,17 @@ pub use write::{unit_cube_tets, write41};
 
 /// Reads a `.msh` file's bytes (4.1 ASCII or binary, 2.2 ASCII). Any input gives a mesh or an
 /// error saying what is wrong and where (a line, or a byte offset in a binary file).
-pub fn read(bytes: &[u8]) -> Result<GmshMesh, MshError> {
+pub fn read(bytes: &[u8]) -> Result<GmshMesh, MeshError> {
     let raw = parse::read(bytes)?;
     assemble(raw, bytes)
 }
 
 /// Reads a `.msh` file.
 #[cfg(not(target_arch = "wasm32"))]
-pub fn read_file(path: &std::path::Path) -> Result<GmshMesh, MshError> {
+pub fn read_file(path: &std::path::Path) -> Result<GmshMesh, MeshError> {
     let bytes = std::fs::read(path)
-        .map_err(|e| MshError(format!("cannot read {}: {e}", path.display())))?;
-    read(&bytes).map_err(|e| MshError(format!("{}: {}", path.display(), e.0)))
+        .map_err(|e| MeshError(format!("cannot read {}: {e}", path.display())))?;
+    read(&bytes).map_err(|e| MeshError(format!("{}: {}", path.display(), e.0)))
 }
 
 /// Node tag -> vertex (file order): a table when the tags are dense enough, else a hash map.
@@ -199,9 +195,9 @@ enum NodeIndex {
 
 impl NodeIndex {
     /// The index of `tags`; a tag twice is an error naming it and both places.
-    fn new(tags: &[u64], at: &[usize], place: &dyn Fn(usize) -> String) -> Result<Self, MshError> {
+    fn new(tags: &[u64], at: &[usize], place: &dyn Fn(usize) -> String) -> Result<Self, MeshError> {
         let twice = |t: u64, first: u32, i: usize| {
-            MshError(format!(
+            MeshError(format!(
                 "{}: node tag {t} appears twice in $Nodes (first at {})",
                 place(at[i]),
                 place(at[first as usize])
@@ -245,9 +241,9 @@ impl NodeIndex {
 }
 
 /// Cells of the highest dimension present, facets of one dimension less, groups.
-fn assemble(raw: Raw, bytes: &[u8]) -> Result<GmshMesh, MshError> {
+fn assemble(raw: Raw, bytes: &[u8]) -> Result<GmshMesh, MeshError> {
     let place = |at: usize| cursor::place(bytes, raw.binary, at);
-    let fail = |at: usize, msg: String| MshError(format!("{}: {msg}", place(at)));
+    let fail = |at: usize, msg: String| MeshError(format!("{}: {msg}", place(at)));
     let nelements: usize = raw.blocks.iter().map(|b| b.at.len()).sum();
     if raw.tags.len() >= u32::MAX as usize || nelements >= u32::MAX as usize {
         return Err(fail(0, "more than 2^32 - 2 nodes or elements".into()));
@@ -288,7 +284,7 @@ fn assemble(raw: Raw, bytes: &[u8]) -> Result<GmshMesh, MshError> {
         ));
     }
     // An element's vertices: defined, distinct.
-    let vertices = |b: &Block, e: usize, out: &mut Vec<u32>| -> Result<(), MshError> {
+    let vertices = |b: &Block, e: usize, out: &mut Vec<u32>| -> Result<(), MeshError> {
         let k = b.nodes.len() / b.at.len();
         let tags = &b.nodes[e * k..(e + 1) * k];
         let start = out.len();
