@@ -4,14 +4,13 @@
 //! Each time is the best of 3. Then the wave's steps/s on about 1M triangles numbered three
 //! ways: as generated (row by row), shuffled at random (what an unstructured mesher's numbering
 //! can look like), and the shuffled mesh renumbered along a Z-order curve
-//! (`GmshMesh::renumbered`), on the adapter PARLOOP_ADAPTER chooses.
+//! (`Mesh::renumbered`), on the adapter PARLOOP_ADAPTER chooses.
 //!
 //! `cargo bench --bench gmsh`
 
 use parloop::apps::wave::Wave;
-use parloop::mesh::gmsh::{self, CellType, GmshMesh};
 use parloop::mesh::topology::Topology;
-use parloop::mesh::unit_square;
+use parloop::mesh::{CellType, Mesh, gmsh, unit_cube_tets, unit_square};
 use parloop::{Config, Context};
 use std::time::Instant;
 
@@ -27,9 +26,9 @@ fn best_of_3<T>(mut f: impl FnMut() -> T) -> (f64, T) {
     (best, out.expect("three runs"))
 }
 
-fn triangles(n: usize) -> GmshMesh {
+fn triangles(n: usize) -> Mesh {
     let sq = unit_square(n);
-    GmshMesh {
+    Mesh {
         coords: sq.coords.iter().map(|c| [c[0], c[1], 0.0]).collect(),
         cell_type: CellType::Triangle,
         cells: sq.cells.iter().flatten().copied().collect(),
@@ -41,18 +40,15 @@ fn triangles(n: usize) -> GmshMesh {
 fn main() {
     println!("| mesh | cells | file (MSH 4.1 ASCII) | read | topology | facets | edges |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
-    let meshes: Vec<(&str, GmshMesh)> = vec![
+    let meshes: Vec<(&str, Mesh)> = vec![
         ("triangles", triangles(71)),
         ("triangles", triangles(224)),
         ("triangles", triangles(707)),
-        ("tetrahedra", gmsh::unit_cube_tets(12)),
-        ("tetrahedra", gmsh::unit_cube_tets(26)),
-        ("tetrahedra", gmsh::unit_cube_tets(55)),
+        ("tetrahedra", unit_cube_tets(12)),
+        ("tetrahedra", unit_cube_tets(26)),
+        ("tetrahedra", unit_cube_tets(55)),
         // The same with a random numbering: the derivation's memory access at its worst.
-        (
-            "tetrahedra, shuffled",
-            gmsh::unit_cube_tets(55).shuffled(1).0,
-        ),
+        ("tetrahedra, shuffled", unit_cube_tets(55).shuffled(1).0),
     ];
     for (name, m) in meshes {
         let text = gmsh::write41(&m);

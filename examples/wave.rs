@@ -14,8 +14,7 @@ use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use parloop::apps::wave::{Wave, reference};
 use parloop::apps::wave3::Wave3;
-use parloop::mesh::gmsh::{CellType, GmshMesh};
-use parloop::mesh::{TriMesh, unit_square, vtk::Series};
+use parloop::mesh::{CellType, Mesh, TriMesh, unit_square, vtk::Series};
 use parloop::{Config, Context, Result};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -86,7 +85,7 @@ fn mesh(a: &Args) -> Result<(TriMesh, String)> {
 }
 
 /// The --mesh file when it holds tetrahedra (the 3-D wave runs on it).
-fn tetrahedra(a: &Args) -> Result<Option<GmshMesh>> {
+fn tetrahedra(a: &Args) -> Result<Option<Mesh>> {
     let Some(path) = &a.mesh else { return Ok(None) };
     let m = parloop::mesh::gmsh::read_file(path)
         .map_err(|e| parloop::Error::Usage(format!("--mesh: {e}")))?;
@@ -244,7 +243,7 @@ fn run(a: Args) -> Result<()> {
 }
 
 /// The 3-D wave on one process: steps, frames of tetrahedra, the figures.
-fn run_3d(a: &Args, ctx: &Context, mesh: GmshMesh, steps: u64) -> Result<()> {
+fn run_3d(a: &Args, ctx: &Context, mesh: Mesh, steps: u64) -> Result<()> {
     let mut w = Wave3::on_mesh(ctx, mesh, a.dt as f32)?;
     let e0 = w.energy()?;
     let io = |e: std::io::Error| parloop::Error::Usage(format!("writing frames: {e}"));

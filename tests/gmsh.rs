@@ -7,9 +7,8 @@
 //!
 //! `UPDATE_MESHES=1 cargo test --test gmsh` rewrites tests/data/*.msh.
 
-use parloop::mesh::gmsh::{self, CellType, GmshMesh};
 use parloop::mesh::topology::{MeshData, Topology};
-use parloop::mesh::unit_square;
+use parloop::mesh::{CellType, Mesh, gmsh, unit_square};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -25,7 +24,7 @@ type Canonical = (
     BTreeMap<(usize, i32, String), BTreeSet<Vec<u32>>>,
 );
 
-fn canonical(m: &GmshMesh) -> Canonical {
+fn canonical(m: &Mesh) -> Canonical {
     let groups = m
         .groups
         .iter()
@@ -47,7 +46,7 @@ fn canonical(m: &GmshMesh) -> Canonical {
     (m.coords.clone(), m.cell_type, m.cells.clone(), groups)
 }
 
-fn committed() -> Vec<(&'static str, GmshMesh)> {
+fn committed() -> Vec<(&'static str, Mesh)> {
     vec![("disk", disk(8)), ("lshape", lshape(4)), ("cube", cube(3))]
 }
 
@@ -117,7 +116,7 @@ fn committed_meshes_read_back_with_their_counts_and_groups() {
 /// Interior facets join two cells that both hold its vertices; boundary facets close up (in
 /// 2-D every boundary vertex ends two boundary edges, in 3-D every boundary edge borders two
 /// boundary faces); Euler's formula for a ball.
-fn check_topology(m: &GmshMesh) {
+fn check_topology(m: &Mesh) {
     let t = Topology::new(m.cell_type, &m.cells).unwrap();
     for f in 0..t.nfacets() {
         let [a, b] = t.facet_cells[f];
@@ -354,7 +353,7 @@ fn the_wave_on_a_gmsh_disk_matches_the_reference() {
 fn renumbering_is_a_permutation_and_changes_no_result() {
     use parloop::apps::wave::Wave;
     let m = disk(12);
-    let cells_by_coords = |m: &GmshMesh| {
+    let cells_by_coords = |m: &Mesh| {
         let mut v: Vec<Vec<[u64; 3]>> = (0..m.ncells())
             .map(|c| {
                 let mut x: Vec<[u64; 3]> = m
@@ -370,7 +369,7 @@ fn renumbering_is_a_permutation_and_changes_no_result() {
         v
     };
     let ctx = parloop::Context::new().unwrap();
-    let run = |m: &GmshMesh| {
+    let run = |m: &Mesh| {
         let mut w = Wave::on_mesh(&ctx, m.triangles().unwrap(), 0.001).unwrap();
         for _ in 0..100 {
             w.step().unwrap();
@@ -404,7 +403,7 @@ fn renumbering_is_a_permutation_and_changes_no_result() {
         }
     }
     // The renumbered disk's cells read their vertices closer together than the shuffled one's.
-    let spread = |m: &GmshMesh| -> f64 {
+    let spread = |m: &Mesh| -> f64 {
         (0..m.ncells())
             .map(|c| {
                 let vs = m.cell(c);

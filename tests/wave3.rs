@@ -7,8 +7,7 @@ mod common;
 use common::ctx_with;
 use parloop::apps::wave::reference;
 use parloop::apps::wave3::Wave3;
-use parloop::mesh::gmsh::{self, GmshMesh};
-use parloop::mesh::vtk;
+use parloop::mesh::{Mesh, gmsh, unit_cube_tets, vtk};
 use parloop::{Config, Staging, Strategy};
 
 fn max_rel_diff(gpu: &[f32], reference: &[f64]) -> f64 {
@@ -20,7 +19,7 @@ fn max_rel_diff(gpu: &[f32], reference: &[f64]) -> f64 {
     diff / scale
 }
 
-fn committed_cube() -> GmshMesh {
+fn committed_cube() -> Mesh {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cube.msh");
     gmsh::read_file(&path).unwrap()
 }
@@ -34,7 +33,7 @@ fn two_hundred_steps_on_tetrahedra_match_the_cpu_reference() {
     let probe = ctx_with(Config::from_env().unwrap());
     for (name, mesh) in [
         ("cube.msh", committed_cube()),
-        ("8^3 cube", gmsh::unit_cube_tets(8)),
+        ("8^3 cube", unit_cube_tets(8)),
     ] {
         let mut r = reference::State::tetrahedra(&mesh).unwrap();
         let e0 = r.energy();
@@ -98,7 +97,7 @@ fn vtk_frames_of_tetrahedra_parse_back() {
         staging: Staging::Inc,
         ..Config::from_env().unwrap()
     });
-    let mesh = gmsh::unit_cube_tets(3);
+    let mesh = unit_cube_tets(3);
     let mut w = Wave3::on_mesh(&ctx, mesh, 0.001).unwrap();
     w.step().unwrap();
     let dir = std::env::temp_dir().join(format!("parloop-vtk3-{}", std::process::id()));

@@ -356,7 +356,7 @@ impl Wave {
 /// on tetrahedra.
 pub mod reference {
     use super::{TriMesh, initial_p};
-    use crate::mesh::gmsh::{CellType, GmshMesh};
+    use crate::mesh::{CellType, Mesh};
 
     /// Per cell: its area (volume) and the gradients of its P1 basis functions (z = 0 in 2-D).
     type Geometry = (f64, Vec<[f64; 3]>);
@@ -441,7 +441,7 @@ pub mod reference {
 
         /// The initial state on a mesh of tetrahedra (as [`super::super::wave3::Wave3`] starts).
         /// Other cell types are refused.
-        pub fn tetrahedra(m: &GmshMesh) -> Result<State, String> {
+        pub fn tetrahedra(m: &Mesh) -> Result<State, String> {
             if m.cell_type != CellType::Tetrahedron {
                 return Err(format!(
                     "the 3-D wave needs tetrahedra, not {}",

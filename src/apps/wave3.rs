@@ -1,10 +1,10 @@
 //! The wave of [`super::wave`] on tetrahedra: P1 in 3-D, with the lumped mass (volume / 4 per
-//! corner) and the stiffness action assembled through the cell -> vertex map of a Gmsh mesh.
+//! corner) and the stiffness action assembled through the cell -> vertex map of a mesh.
 //! The step is the 2-D one (the same five par_loops); only the cell kernels differ.
 //! [`super::wave::reference::State::tetrahedra`] is its plain-Rust f64 reference.
 
 use super::wave::{Fields, Kernels, record_energy, record_mass, record_step, vertex_kernels};
-use crate::mesh::gmsh::{CellType, GmshMesh};
+use crate::mesh::{CellType, Mesh};
 use crate::{Context, Dat, Error, Global, Map, Result, Set};
 
 /// The WGSL kernels on tetrahedra (the Const `dt` is compiled in; no `pulse`: clicks are a
@@ -64,7 +64,7 @@ pub struct Wave3 {
     /// The context the simulation runs on.
     pub ctx: Context,
     /// The mesh (for output).
-    pub mesh: GmshMesh,
+    pub mesh: Mesh,
     /// Mesh vertices (P1 degrees of freedom).
     pub vertices: Set,
     /// Tetrahedra.
@@ -92,11 +92,11 @@ pub struct Wave3 {
 impl Wave3 {
     /// The simulation on `mesh` (tetrahedra; other cell types are refused), p at its initial
     /// value, phi zero, the lumped mass assembled by a par_loop.
-    pub fn on_mesh(ctx: &Context, mesh: GmshMesh, dt: f32) -> Result<Wave3> {
+    pub fn on_mesh(ctx: &Context, mesh: Mesh, dt: f32) -> Result<Wave3> {
         if mesh.cell_type != CellType::Tetrahedron {
             return Err(Error::Usage(format!(
                 "the 3-D wave runs on tetrahedra; this mesh has {} cells (triangles run in 2-D: \
-                 GmshMesh::triangles and Wave::on_mesh)",
+                 Mesh::triangles and Wave::on_mesh)",
                 mesh.cell_type.name()
             )));
         }

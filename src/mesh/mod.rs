@@ -1,15 +1,23 @@
-//! Meshes: generators (the unit square of Firedrake's UnitSquareMesh, Airfoil's NACA0012 C-grid),
-//! the OP2 `new_grid.dat` format, and VTK output for ParaView.
+//! Meshes: the neutral [`Mesh`] (vertices, cells of one first-order [`CellType`], the facets
+//! of physical groups, the [`Group`]s) that every reader and generator produces and everything
+//! downstream takes; its generators (the unit square of Firedrake's UnitSquareMesh, a cube of
+//! tetrahedra); the Gmsh reader and writer ([`gmsh`]); derived facets and edges, and the mesh
+//! as parloop data ([`topology`]); locality renumbering ([`renumber`]); VTK output for
+//! ParaView; and OP2's Airfoil grid ([`airfoil`]: the NACA0012 C-grid and the `new_grid.dat`
+//! format, its own structure). One error type, [`MeshError`].
 //!
 //! Owns: host-side mesh arrays. Must never: run par_loops (the apps do).
 
 pub mod airfoil;
 pub mod gmsh;
+mod neutral;
 pub mod renumber;
 pub(crate) mod spline;
 pub mod topology;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod vtk;
+
+pub use neutral::{CellType, Group, Mesh};
 
 /// Why a mesh could not be read or used: what is wrong and where (a Gmsh file's line or byte
 /// offset, an OP2 grid file's line, a cell or facet of the topology).
@@ -73,6 +81,54 @@ pub fn unit_square(n: usize) -> TriMesh {
         }
     }
     TriMesh { coords, cells }
+}
+
+/// The unit cube as `n`^3 small cubes of 6 tetrahedra each (Kuhn's triangulation: conforming
+/// across cubes), with no groups: a 3-D test and benchmark mesh.
+pub fn unit_cube_tets(n: usize) -> Mesh {
+    let m = n + 1;
+    let id = |i: usize, j: usize, k: usize| ((k * m + j) * m + i) as u32;
+    let coords: Vec<[f64; 3]> = (0..m * m * m)
+        .map(|v| {
+            let (i, j, k) = (v % m, (v / m) % m, v / (m * m));
+            [
+                i as f64 / n as f64,
+                j as f64 / n as f64,
+                k as f64 / n as f64,
+            ]
+        })
+        .collect();
+    let mut cells = Vec::with_capacity(24 * n * n * n);
+    let perms = [
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ];
+    for k in 0..n {
+        for j in 0..n {
+            for i in 0..n {
+                for p in perms {
+                    // The path from (i, j, k) to (i + 1, j + 1, k + 1) along the axes in order p.
+                    let mut at = [i, j, k];
+                    cells.push(id(at[0], at[1], at[2]));
+                    for axis in p {
+                        at[axis] += 1;
+                        cells.push(id(at[0], at[1], at[2]));
+                    }
+                }
+            }
+        }
+    }
+    Mesh {
+        coords,
+        cell_type: CellType::Tetrahedron,
+        cells,
+        facets: Vec::new(),
+        groups: Vec::new(),
+    }
 }
 
 #[cfg(test)]

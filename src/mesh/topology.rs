@@ -5,8 +5,7 @@
 //!
 //! Owns: host arrays. Must never: touch a Context.
 
-use super::MeshError;
-use super::gmsh::CellType;
+use super::{CellType, Mesh, MeshError};
 
 type Key = [u32; 4];
 
@@ -288,11 +287,7 @@ pub struct MeshData {
 impl MeshData {
     /// The mesh `m` (with its topology `t`) as Sets, Maps, a coordinates Dat and Subsets on
     /// `ctx`. A tagged facet the mesh does not have is an error naming its group.
-    pub fn new(
-        ctx: &crate::Context,
-        m: &super::gmsh::GmshMesh,
-        t: &Topology,
-    ) -> crate::Result<MeshData> {
+    pub fn new(ctx: &crate::Context, m: &Mesh, t: &Topology) -> crate::Result<MeshData> {
         use crate::{Map, Set, Subset};
         let vertices = Set::new("vertices", m.nvertices());
         let cells = Set::new("cells", m.ncells());
@@ -330,13 +325,7 @@ impl MeshData {
             t.facet_arity,
             &bv,
         )?;
-        let d = m.dim();
-        let xyz: Vec<f32> = m
-            .coords
-            .iter()
-            .flat_map(|c| c[..d].iter().map(|&x| x as f32))
-            .collect();
-        let coords = ctx.dat("coords", &vertices, d, &xyz)?;
+        let coords = ctx.dat("coords", &vertices, m.dim(), &m.coords_f32())?;
         let mut groups = Vec::new();
         for g in &m.groups {
             if g.dim == m.dim() {

@@ -2,7 +2,7 @@
 //! `.pvd` collection listing the frames with their times.
 
 use super::TriMesh;
-use super::gmsh::{CellType as GmshCell, GmshMesh};
+use super::{CellType as GmshCell, Mesh};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use vtkio::model::{
@@ -29,9 +29,9 @@ impl VtkMesh for TriMesh {
     }
 }
 
-/// A Gmsh mesh's cells: first-order triangles, quadrilaterals, tetrahedra and hexahedra have
+/// A [`Mesh`]'s cells: first-order triangles, quadrilaterals, tetrahedra and hexahedra have
 /// the same vertex order in Gmsh and VTK.
-impl VtkMesh for GmshMesh {
+impl VtkMesh for Mesh {
     fn points(&self) -> Vec<f32> {
         self.coords.iter().flatten().map(|&c| c as f32).collect()
     }
