@@ -10,7 +10,7 @@
 
 use parloop::apps::wave::Wave;
 use parloop::mesh::topology::Topology;
-use parloop::mesh::{CellType, Mesh, gmsh, unit_cube_tets, unit_square};
+use parloop::mesh::{Mesh, gmsh, unit_cube_tets, unit_square};
 use parloop::{Config, Context};
 use std::time::Instant;
 
@@ -26,24 +26,13 @@ fn best_of_3<T>(mut f: impl FnMut() -> T) -> (f64, T) {
     (best, out.expect("three runs"))
 }
 
-fn triangles(n: usize) -> Mesh {
-    let sq = unit_square(n);
-    Mesh {
-        coords: sq.coords.iter().map(|c| [c[0], c[1], 0.0]).collect(),
-        cell_type: CellType::Triangle,
-        cells: sq.cells.iter().flatten().copied().collect(),
-        facets: Vec::new(),
-        groups: Vec::new(),
-    }
-}
-
 fn main() {
     println!("| mesh | cells | file (MSH 4.1 ASCII) | read | topology | facets | edges |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
     let meshes: Vec<(&str, Mesh)> = vec![
-        ("triangles", triangles(71)),
-        ("triangles", triangles(224)),
-        ("triangles", triangles(707)),
+        ("triangles", unit_square(71)),
+        ("triangles", unit_square(224)),
+        ("triangles", unit_square(707)),
         ("tetrahedra", unit_cube_tets(12)),
         ("tetrahedra", unit_cube_tets(26)),
         ("tetrahedra", unit_cube_tets(55)),
@@ -70,7 +59,7 @@ fn main() {
     println!("\nwave on about 1M triangles ({}):", ctx.adapter());
     println!("| numbering | steps/s |");
     println!("|---|---:|");
-    let base = triangles(707);
+    let base = unit_square(707);
     let (shuffled, _) = base.shuffled(1);
     let (renumbered, _) = shuffled.renumbered();
     for (name, m) in [
@@ -78,7 +67,7 @@ fn main() {
         ("shuffled", &shuffled),
         ("shuffled, then renumbered (Z-order)", &renumbered),
     ] {
-        let mut w = Wave::on_mesh(&ctx, m.triangles().expect("triangles"), 0.0001).expect("wave");
+        let mut w = Wave::on_mesh(&ctx, m.clone(), 0.0001).expect("wave");
         let mut run = |steps: usize| {
             for s in 0..steps {
                 w.step().expect("step");

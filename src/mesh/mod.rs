@@ -33,54 +33,29 @@ impl From<MeshError> for crate::Error {
     }
 }
 
-/// A triangle mesh: vertex coordinates and cell -> vertex indices (counter-clockwise).
-#[derive(Clone, Debug, PartialEq)]
-pub struct TriMesh {
-    /// Vertex coordinates.
-    pub coords: Vec<[f64; 2]>,
-    /// Each cell's three vertices, counter-clockwise.
-    pub cells: Vec<[u32; 3]>,
-}
-
-impl TriMesh {
-    /// Number of vertices.
-    pub fn nvertices(&self) -> usize {
-        self.coords.len()
-    }
-    /// Number of cells (triangles).
-    pub fn ncells(&self) -> usize {
-        self.cells.len()
-    }
-    /// Coordinates as x0, y0, x1, y1, ... in f32.
-    pub fn coords_f32(&self) -> Vec<f32> {
-        self.coords
-            .iter()
-            .flat_map(|c| [c[0] as f32, c[1] as f32])
-            .collect()
-    }
-    /// The cell -> vertex map values (arity 3).
-    pub fn cell_vertices(&self) -> Vec<u32> {
-        self.cells.iter().flatten().copied().collect()
-    }
-}
-
 /// Firedrake's `UnitSquareMesh(n, n)`: (n + 1)^2 vertices on a uniform grid, each of the n^2
 /// squares split into two triangles along the diagonal from its lower left to its upper right
 /// corner. Vertex (i, j) (i along x) has index j (n + 1) + i.
-pub fn unit_square(n: usize) -> TriMesh {
+pub fn unit_square(n: usize) -> Mesh {
     let n = n.max(1);
     let v = |i: usize, j: usize| (j * (n + 1) + i) as u32;
     let coords = (0..=n)
-        .flat_map(|j| (0..=n).map(move |i| [i as f64 / n as f64, j as f64 / n as f64]))
+        .flat_map(|j| (0..=n).map(move |i| [i as f64 / n as f64, j as f64 / n as f64, 0.0]))
         .collect();
-    let mut cells = Vec::with_capacity(2 * n * n);
+    let mut cells = Vec::with_capacity(6 * n * n);
     for j in 0..n {
         for i in 0..n {
-            cells.push([v(i, j), v(i + 1, j), v(i + 1, j + 1)]);
-            cells.push([v(i, j), v(i + 1, j + 1), v(i, j + 1)]);
+            cells.extend([v(i, j), v(i + 1, j), v(i + 1, j + 1)]);
+            cells.extend([v(i, j), v(i + 1, j + 1), v(i, j + 1)]);
         }
     }
-    TriMesh { coords, cells }
+    Mesh {
+        coords,
+        cell_type: CellType::Triangle,
+        cells,
+        facets: Vec::new(),
+        groups: Vec::new(),
+    }
 }
 
 /// The unit cube as `n`^3 small cubes of 6 tetrahedra each (Kuhn's triangulation: conforming
@@ -141,8 +116,10 @@ mod tests {
         assert_eq!(m.nvertices(), 101 * 101);
         assert_eq!(m.ncells(), 20_000);
         let mut total = 0.0;
-        for c in &m.cells {
-            let [a, b, d] = c.map(|i| m.coords[i as usize]);
+        assert_eq!(m.cell_type, CellType::Triangle);
+        assert!(m.coords.iter().all(|c| c[2] == 0.0));
+        for c in m.cells.chunks_exact(3) {
+            let [a, b, d] = [c[0], c[1], c[2]].map(|i| m.coords[i as usize]);
             let det = (b[0] - a[0]) * (d[1] - a[1]) - (b[1] - a[1]) * (d[0] - a[0]);
             assert!(det > 0.0, "counter-clockwise");
             total += det / 2.0;

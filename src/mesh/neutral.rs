@@ -118,26 +118,6 @@ impl Mesh {
     pub fn group(&self, name: &str) -> Option<&Group> {
         self.groups.iter().find(|g| g.name == name)
     }
-    /// A triangle mesh as the wave demo takes it: 2-D coordinates, triangles turned
-    /// counter-clockwise. An error names the cell type of any other mesh.
-    pub fn triangles(&self) -> Result<super::TriMesh, super::MeshError> {
-        if self.cell_type != CellType::Triangle {
-            return Err(super::MeshError(format!(
-                "this mesh has {} cells: the wave demo runs on triangles (P1)",
-                self.cell_type.name()
-            )));
-        }
-        let coords: Vec<[f64; 2]> = self.coords.iter().map(|c| [c[0], c[1]]).collect();
-        let cells = (0..self.ncells())
-            .map(|c| {
-                let [a, b, d] = <[u32; 3]>::try_from(self.cell(c)).expect("3 vertices");
-                let (p, q, r) = (coords[a as usize], coords[b as usize], coords[d as usize]);
-                let det = (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0]);
-                if det < 0.0 { [a, d, b] } else { [a, b, d] }
-            })
-            .collect();
-        Ok(super::TriMesh { coords, cells })
-    }
     /// The mesh with each clockwise triangle (in x and y) turned counter-clockwise by swapping
     /// its last two vertices; a mesh of other cells, and a triangle naming a vertex the mesh
     /// does not have, are left as they are.
