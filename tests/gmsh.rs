@@ -94,7 +94,7 @@ fn committed_meshes_read_back_with_their_counts_and_groups() {
         ),
     ];
     for (name, nv, nc, groups) in expect {
-        let m = gmsh::read_file(&data_path(name)).unwrap();
+        let m = gmsh::read_file(data_path(name)).unwrap();
         assert_eq!((m.nvertices(), m.ncells()), (nv, nc), "{name}");
         for &(g, dim, size) in groups {
             let grp = m.group(g).unwrap_or_else(|| panic!("{name}: group {g}"));
