@@ -4,14 +4,13 @@
 //! Each time is the best of 3. Then the wave's steps/s on about 1M triangles numbered three
 //! ways: as generated (row by row), shuffled at random (what an unstructured mesher's numbering
 //! can look like), and the shuffled mesh renumbered along a Z-order curve
-//! (`GmshMesh::renumbered`), on the adapter PARLOOP_ADAPTER chooses.
+//! (`Mesh::renumbered`), on the adapter PARLOOP_ADAPTER chooses.
 //!
 //! `cargo bench --bench gmsh`
 
 use parloop::apps::wave::Wave;
-use parloop::mesh::gmsh::{self, CellType, GmshMesh};
 use parloop::mesh::topology::Topology;
-use parloop::mesh::unit_square;
+use parloop::mesh::{Mesh, gmsh, unit_cube_tets, unit_square};
 use parloop::{Config, Context};
 use std::time::Instant;
 
@@ -27,32 +26,18 @@ fn best_of_3<T>(mut f: impl FnMut() -> T) -> (f64, T) {
     (best, out.expect("three runs"))
 }
 
-fn triangles(n: usize) -> GmshMesh {
-    let sq = unit_square(n);
-    GmshMesh {
-        coords: sq.coords.iter().map(|c| [c[0], c[1], 0.0]).collect(),
-        cell_type: CellType::Triangle,
-        cells: sq.cells.iter().flatten().copied().collect(),
-        facets: Vec::new(),
-        groups: Vec::new(),
-    }
-}
-
 fn main() {
     println!("| mesh | cells | file (MSH 4.1 ASCII) | read | topology | facets | edges |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
-    let meshes: Vec<(&str, GmshMesh)> = vec![
-        ("triangles", triangles(71)),
-        ("triangles", triangles(224)),
-        ("triangles", triangles(707)),
-        ("tetrahedra", gmsh::unit_cube_tets(12)),
-        ("tetrahedra", gmsh::unit_cube_tets(26)),
-        ("tetrahedra", gmsh::unit_cube_tets(55)),
+    let meshes: Vec<(&str, Mesh)> = vec![
+        ("triangles", unit_square(71)),
+        ("triangles", unit_square(224)),
+        ("triangles", unit_square(707)),
+        ("tetrahedra", unit_cube_tets(12)),
+        ("tetrahedra", unit_cube_tets(26)),
+        ("tetrahedra", unit_cube_tets(55)),
         // The same with a random numbering: the derivation's memory access at its worst.
-        (
-            "tetrahedra, shuffled",
-            gmsh::unit_cube_tets(55).shuffled(1).0,
-        ),
+        ("tetrahedra, shuffled", unit_cube_tets(55).shuffled(1).0),
     ];
     for (name, m) in meshes {
         let text = gmsh::write41(&m);
@@ -74,7 +59,7 @@ fn main() {
     println!("\nwave on about 1M triangles ({}):", ctx.adapter());
     println!("| numbering | steps/s |");
     println!("|---|---:|");
-    let base = triangles(707);
+    let base = unit_square(707);
     let (shuffled, _) = base.shuffled(1);
     let (renumbered, _) = shuffled.renumbered();
     for (name, m) in [
@@ -82,7 +67,7 @@ fn main() {
         ("shuffled", &shuffled),
         ("shuffled, then renumbered (Z-order)", &renumbered),
     ] {
-        let mut w = Wave::on_mesh(&ctx, m.triangles().expect("triangles"), 0.0001).expect("wave");
+        let mut w = Wave::on_mesh(&ctx, m.clone(), 0.0001).expect("wave");
         let mut run = |steps: usize| {
             for s in 0..steps {
                 w.step().expect("step");

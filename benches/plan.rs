@@ -200,7 +200,7 @@ fn main() {
         "| loop | elements | hierarchical plan | blocks | block colours | global colouring | colours |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|");
-    let tri_map = mesh.cell_vertices();
+    let tri_map = mesh.cell_vertices().to_vec();
     let pecell: Vec<u32> = m.ecells.iter().flatten().copied().collect();
     for (what, n, map, arity, targets, bpt) in [
         ("triangles -> vertices", nc, &tri_map, 3usize, nv, 4usize),

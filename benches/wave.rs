@@ -76,7 +76,7 @@ fn main() {
         rows.push(row);
     }
     let mesh = unit_square(N);
-    let mut r = reference::State::new(&mesh);
+    let mut r = reference::State::new(&mesh).expect("triangles");
     let t = Instant::now();
     for _ in 0..STEPS {
         r.step(0.001);

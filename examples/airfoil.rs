@@ -111,7 +111,7 @@ fn load(a: &Args) -> Result<AirfoilMesh> {
             m
         }
     };
-    m.check().map_err(parloop::Error::Data)?;
+    m.check()?;
     if let Some(out) = &a.write_mesh {
         std::fs::write(out, m.to_grid_dat())
             .map_err(|e| parloop::Error::Data(format!("cannot write {}: {e}", out.display())))?;

@@ -13,9 +13,7 @@
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use parloop::apps::wave::{Wave, reference};
-use parloop::apps::wave3::Wave3;
-use parloop::mesh::gmsh::{CellType, GmshMesh};
-use parloop::mesh::{TriMesh, unit_square, vtk::Series};
+use parloop::mesh::{CellType, Mesh, unit_square, vtk::Series};
 use parloop::{Config, Context, Result};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -71,13 +69,12 @@ struct Args {
     mesh: Option<PathBuf>,
 }
 
-/// The mesh the run uses: the --mesh file's triangles, or the n x n unit square; and its
-/// description.
-fn mesh(a: &Args) -> Result<(TriMesh, String)> {
+/// The mesh the run uses: the --mesh file (triangles or tetrahedra), or the n x n unit square;
+/// and its description.
+fn mesh(a: &Args) -> Result<(Mesh, String)> {
     match &a.mesh {
         Some(path) => {
             let m = parloop::mesh::gmsh::read_file(path)
-                .and_then(|m| m.triangles())
                 .map_err(|e| parloop::Error::Usage(format!("--mesh: {e}")))?;
             Ok((m, path.display().to_string()))
         }
@@ -85,12 +82,14 @@ fn mesh(a: &Args) -> Result<(TriMesh, String)> {
     }
 }
 
-/// The --mesh file when it holds tetrahedra (the 3-D wave runs on it).
-fn tetrahedra(a: &Args) -> Result<Option<GmshMesh>> {
-    let Some(path) = &a.mesh else { return Ok(None) };
-    let m = parloop::mesh::gmsh::read_file(path)
-        .map_err(|e| parloop::Error::Usage(format!("--mesh: {e}")))?;
-    Ok((m.cell_type == CellType::Tetrahedron).then_some(m))
+/// What the cells are called in the report.
+fn cells_called(t: CellType) -> &'static str {
+    match t {
+        CellType::Triangle => "triangles",
+        CellType::Quadrilateral => "quadrilaterals",
+        CellType::Tetrahedron => "tetrahedra",
+        CellType::Hexahedron => "hexahedra",
+    }
 }
 
 fn main() {
@@ -104,15 +103,10 @@ fn run(a: Args) -> Result<()> {
     let steps = a
         .steps
         .unwrap_or((a.t_end / a.dt + 1e-9).floor() as u64 + 1);
-    let tets = tetrahedra(&a)?;
+    let (mesh, described) = mesh(&a)?;
     if a.reference {
-        return match tets {
-            Some(m) => {
-                let s = reference::State::tetrahedra(&m).map_err(parloop::Error::Usage)?;
-                reference_run(&a, s, steps, m.nvertices(), m.ncells(), "tetrahedra")
-            }
-            None => run_reference(&a, steps),
-        };
+        let s = reference::State::new(&mesh)?;
+        return reference_run(&a, s, steps, &mesh, &described);
     }
     // Defaults from the PARLOOP_* variables; flags override them.
     let env = Config::from_env()?.with_flags(
@@ -124,20 +118,17 @@ fn run(a: Args) -> Result<()> {
     let comm = parloop::dist::Comm::from_launcher()?;
     let root = comm.rank() == 0;
     let ctx = Context::with_comm(env, &comm)?;
-    if let Some(m) = tets {
-        if comm.size() > 1 {
-            return Err(parloop::Error::Usage(
-                "--mesh with tetrahedra runs on one process (the 3-D wave is not distributed)"
-                    .into(),
-            ));
-        }
-        return run_3d(&a, &ctx, m, steps);
+    if mesh.cell_type == CellType::Tetrahedron && comm.size() > 1 {
+        return Err(parloop::Error::Usage(
+            "--mesh with tetrahedra runs on one process (the 3-D wave is not run distributed \
+             by this example)"
+                .into(),
+        ));
     }
-    let (tri, described) = mesh(&a)?;
     let mut w = if comm.size() > 1 {
-        Wave::distributed(&ctx, tri, a.dt as f32, parloop::dist::Partitioner::KWay)?
+        Wave::distributed(&ctx, mesh, a.dt as f32, parloop::dist::Partitioner::KWay)?
     } else {
-        Wave::on_mesh(&ctx, tri, a.dt as f32)?
+        Wave::on_mesh(&ctx, mesh, a.dt as f32)?
     };
     let e0 = w.energy()?;
     let mut series = (a.every > 0 && root)
@@ -206,9 +197,10 @@ fn run(a: Args) -> Result<()> {
     }
     println!("adapter:        {}", ctx.adapter());
     println!(
-        "mesh:           {described}, {} vertices, {} triangles",
+        "mesh:           {described}, {} vertices, {} {}",
         w.mesh.nvertices(),
-        w.mesh.ncells()
+        w.mesh.ncells(),
+        cells_called(w.mesh.cell_type)
     );
     println!(
         "run:            {steps} steps of dt = {}, mode {}, fusion {}, {} steps per force",
@@ -243,77 +235,13 @@ fn run(a: Args) -> Result<()> {
     Ok(())
 }
 
-/// The 3-D wave on one process: steps, frames of tetrahedra, the figures.
-fn run_3d(a: &Args, ctx: &Context, mesh: GmshMesh, steps: u64) -> Result<()> {
-    let mut w = Wave3::on_mesh(ctx, mesh, a.dt as f32)?;
-    let e0 = w.energy()?;
-    let io = |e: std::io::Error| parloop::Error::Usage(format!("writing frames: {e}"));
-    let mut series = (a.every > 0)
-        .then(|| Series::new(&a.output, "p"))
-        .transpose()
-        .map_err(io)?;
-    let start = Instant::now();
-    for s in 0..=steps {
-        if let Some(out) = series.as_mut().filter(|_| s % a.every.max(1) == 0) {
-            let p = w.p.data_ro()?.to_vec();
-            out.write(s as f64 * a.dt, &w.mesh, &[("p", &p)])
-                .map_err(io)?;
-        }
-        if s == steps {
-            break;
-        }
-        w.step()?;
-        if (s + 1) % a.steps_per_force.max(1) == 0 {
-            ctx.flush()?;
-        }
-    }
-    let _ = w.p.data_ro()?;
-    let wall = start.elapsed().as_secs_f64();
-    let e1 = w.energy()?;
-    println!("adapter:        {}", ctx.adapter());
-    println!(
-        "mesh:           {}, {} vertices, {} tetrahedra",
-        a.mesh
-            .as_ref()
-            .map_or(String::new(), |p| p.display().to_string()),
-        w.mesh.nvertices(),
-        w.mesh.ncells()
-    );
-    println!(
-        "wall time:      {wall:.2} s ({:.1} steps/s, frames included)",
-        steps as f64 / wall
-    );
-    println!(
-        "energy:         {e0:.6e} -> {e1:.6e} (relative change {:+.3e})",
-        (e1 - e0) / e0
-    );
-    if a.every > 0 {
-        println!(
-            "frames:         {}/p.pvd (open in ParaView)",
-            a.output.display()
-        );
-    }
-    Ok(())
-}
-
-fn run_reference(a: &Args, steps: u64) -> Result<()> {
-    let (mesh, _) = mesh(a)?;
-    let s = reference::State::new(&mesh);
-    reference_run(a, s, steps, mesh.nvertices(), mesh.ncells(), "triangles")
-}
-
 fn reference_run(
     a: &Args,
     mut s: reference::State,
     steps: u64,
-    nvertices: usize,
-    ncells: usize,
-    cells: &str,
+    mesh: &Mesh,
+    described: &str,
 ) -> Result<()> {
-    let described = match &a.mesh {
-        Some(p) => p.display().to_string(),
-        None => format!("{} x {} unit square", a.n, a.n),
-    };
     let e0 = s.energy();
     let start = Instant::now();
     for _ in 0..steps {
@@ -322,7 +250,12 @@ fn reference_run(
     let wall = start.elapsed().as_secs_f64();
     let e1 = s.energy();
     println!("adapter:        CPU reference (plain Rust, f64, one core)");
-    println!("mesh:           {described}, {nvertices} vertices, {ncells} {cells}");
+    println!(
+        "mesh:           {described}, {} vertices, {} {}",
+        mesh.nvertices(),
+        mesh.ncells(),
+        cells_called(mesh.cell_type)
+    );
     println!(
         "wall time:      {wall:.2} s ({:.1} steps/s)",
         steps as f64 / wall

@@ -15,8 +15,8 @@
 //! replays one case; `GMSH_FUZZ_CASES=<n> cargo test --test gmsh_fuzz long -- --ignored` runs
 //! n cases (default 20,000).
 
-use parloop::mesh::gmsh::{self, GmshMesh, Group};
 use parloop::mesh::topology::Topology;
+use parloop::mesh::{Group, Mesh, gmsh};
 use parloop::util::Rng;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -48,7 +48,7 @@ pub enum Tags {
 }
 
 /// The meshes written: the committed ones and two triangles (with their own files).
-fn meshes() -> Vec<(String, Vec<u8>, GmshMesh)> {
+fn meshes() -> Vec<(String, Vec<u8>, Mesh)> {
     let mut out = Vec::new();
     for name in ["disk", "lshape", "cube"] {
         let path = format!("{}/tests/data/{name}.msh", env!("CARGO_MANIFEST_DIR"));
@@ -185,7 +185,7 @@ fn mutate(w: &Written, rng: &mut Rng, log: &mut Vec<String>) -> Vec<u8> {
 }
 
 /// A mesh the reader returned is consistent: indices in range, coordinates finite.
-fn consistent(m: &GmshMesh) -> Result<(), String> {
+fn consistent(m: &Mesh) -> Result<(), String> {
     let nv = m.nvertices() as u32;
     let sizes = |g: &Group| {
         if g.dim == m.dim() {
@@ -221,7 +221,7 @@ type Tally = [usize; 3];
 /// case fails.
 fn run_case(
     seed: u64,
-    meshes: &[(String, Vec<u8>, GmshMesh)],
+    meshes: &[(String, Vec<u8>, Mesh)],
     tally: &mut Tally,
     verbose: bool,
 ) -> Result<(), String> {
@@ -293,7 +293,7 @@ fn run_case(
 }
 
 /// Where two meshes differ first, by node.
-fn diff(want: &GmshMesh, got: &GmshMesh) -> String {
+fn diff(want: &Mesh, got: &Mesh) -> String {
     let (w, g) = (&want.coords, &got.coords);
     match (0..w.len().min(g.len())).find(|&i| w[i] != g[i]) {
         Some(i) => format!("vertex {i} at {:?}, expected {:?}", g[i], w[i]),

@@ -4,8 +4,8 @@
 
 mod common;
 
-use parloop::mesh::gmsh;
 use parloop::mesh::renumber::Renumbering;
+use parloop::mesh::unit_cube_tets;
 use parloop::{Kernel, Map, Set};
 
 /// Mean over cells of (largest - smallest vertex index): how far apart a cell's data sits.
@@ -20,7 +20,7 @@ fn spread(values: &[u32], arity: usize) -> f64 {
 #[test]
 fn renumbered_sets_carry_their_maps_and_dats_and_change_no_result() {
     let ctx = common::ctx();
-    let (mesh, _) = gmsh::unit_cube_tets(6).shuffled(7);
+    let (mesh, _) = unit_cube_tets(6).shuffled(7);
     let vertices = Set::new("vertices", mesh.nvertices());
     let cells = Set::new("cells", mesh.ncells());
     let c2v = Map::new("c2v", &cells, &vertices, 4, &mesh.cells).unwrap();

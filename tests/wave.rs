@@ -22,7 +22,7 @@ fn max_rel_diff(gpu: &[f32], reference: &[f64]) -> f64 {
 #[test]
 fn two_hundred_steps_match_the_cpu_reference() {
     let (n, steps, dt) = (20, 200, 0.001);
-    let mut r = reference::State::new(&unit_square(n));
+    let mut r = reference::State::new(&unit_square(n)).unwrap();
     for _ in 0..steps {
         r.step(dt);
     }
@@ -80,7 +80,7 @@ fn energy_is_conserved_over_ten_thousand_steps() {
 /// The reference conserves energy too (same scheme, f64): a check of the scheme, not the GPU.
 #[test]
 fn the_scheme_conserves_energy() {
-    let mut r = reference::State::new(&unit_square(30));
+    let mut r = reference::State::new(&unit_square(30)).unwrap();
     let e0 = r.energy();
     for _ in 0..2000 {
         r.step(0.001);

@@ -1,14 +1,13 @@
-//! The wave on tetrahedra (3-D P1): GPU results against the plain-Rust f64 reference on the
-//! committed Gmsh cube and on a finer generated one, energy conservation, and ParaView frames
-//! with tetrahedral cells.
+//! The wave on tetrahedra (3-D P1, `Wave::on_mesh` on a mesh of tetrahedra): GPU results
+//! against the plain-Rust f64 reference on the committed Gmsh cube and on a finer generated
+//! one, energy conservation, other cell types refused, and ParaView frames with tetrahedral
+//! cells.
 
 mod common;
 
 use common::ctx_with;
-use parloop::apps::wave::reference;
-use parloop::apps::wave3::Wave3;
-use parloop::mesh::gmsh::{self, GmshMesh};
-use parloop::mesh::vtk;
+use parloop::apps::wave::{Wave, reference};
+use parloop::mesh::{Mesh, gmsh, unit_cube_tets, vtk};
 use parloop::{Config, Staging, Strategy};
 
 fn max_rel_diff(gpu: &[f32], reference: &[f64]) -> f64 {
@@ -20,7 +19,7 @@ fn max_rel_diff(gpu: &[f32], reference: &[f64]) -> f64 {
     diff / scale
 }
 
-fn committed_cube() -> GmshMesh {
+fn committed_cube() -> Mesh {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cube.msh");
     gmsh::read_file(&path).unwrap()
 }
@@ -34,9 +33,9 @@ fn two_hundred_steps_on_tetrahedra_match_the_cpu_reference() {
     let probe = ctx_with(Config::from_env().unwrap());
     for (name, mesh) in [
         ("cube.msh", committed_cube()),
-        ("8^3 cube", gmsh::unit_cube_tets(8)),
+        ("8^3 cube", unit_cube_tets(8)),
     ] {
-        let mut r = reference::State::tetrahedra(&mesh).unwrap();
+        let mut r = reference::State::new(&mesh).unwrap();
         let e0 = r.energy();
         for _ in 0..steps {
             r.step(dt);
@@ -49,7 +48,7 @@ fn two_hundred_steps_on_tetrahedra_match_the_cpu_reference() {
                 staging,
                 ..Config::from_env().unwrap()
             });
-            let mut w = Wave3::on_mesh(&ctx, mesh.clone(), dt as f32).unwrap();
+            let mut w = Wave::on_mesh(&ctx, mesh.clone(), dt as f32).unwrap();
             let start = w.energy().unwrap();
             assert!(
                 ((start - e0) / e0).abs() < 1e-5,
@@ -73,21 +72,25 @@ fn two_hundred_steps_on_tetrahedra_match_the_cpu_reference() {
     }
 }
 
-/// The 3-D wave refuses a mesh of triangles, naming its cell type.
+/// The wave refuses a mesh of quadrilaterals (it runs triangles and tetrahedra), naming its
+/// cell type, and so does the reference; a wave on tetrahedra has no 2-D pulse.
 #[test]
-fn the_3d_wave_refuses_other_cells() {
+fn the_wave_refuses_other_cells() {
     let ctx = ctx_with(Config::from_env().unwrap());
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/disk.msh");
-    let disk = gmsh::read_file(&path).unwrap();
-    let msg = Wave3::on_mesh(&ctx, disk.clone(), 0.001)
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lshape.msh");
+    let lshape = gmsh::read_file(&path).unwrap();
+    let msg = Wave::on_mesh(&ctx, lshape.clone(), 0.001)
         .err()
         .unwrap()
         .to_string();
     assert!(
-        msg.contains("tetrahedra") && msg.contains("triangle"),
+        msg.contains("tetrahedra") && msg.contains("triangle") && msg.contains("quadrilateral"),
         "{msg}"
     );
-    assert!(reference::State::tetrahedra(&disk).is_err());
+    assert!(reference::State::new(&lshape).is_err());
+    let mut w = Wave::on_mesh(&ctx, unit_cube_tets(2), 0.001).unwrap();
+    let msg = w.pulse(0.5, 0.5, 1.0).unwrap_err().to_string();
+    assert!(msg.contains("tetrahedra"), "{msg}");
 }
 
 /// Frames of the 3-D wave parse back as tetrahedra with a value per vertex.
@@ -98,8 +101,8 @@ fn vtk_frames_of_tetrahedra_parse_back() {
         staging: Staging::Inc,
         ..Config::from_env().unwrap()
     });
-    let mesh = gmsh::unit_cube_tets(3);
-    let mut w = Wave3::on_mesh(&ctx, mesh, 0.001).unwrap();
+    let mesh = unit_cube_tets(3);
+    let mut w = Wave::on_mesh(&ctx, mesh, 0.001).unwrap();
     w.step().unwrap();
     let dir = std::env::temp_dir().join(format!("parloop-vtk3-{}", std::process::id()));
     let mut series = vtk::Series::new(&dir, "p").unwrap();
@@ -125,4 +128,21 @@ fn vtk_frames_of_tetrahedra_parse_back() {
     };
     assert_eq!(xyz[3 * 63 + 2], 1.0);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The one wave's distributed constructor takes tetrahedra too: on one rank it runs as
+/// `Wave::on_mesh`.
+#[test]
+fn a_distributed_wave_on_tetrahedra_on_one_rank_equals_the_plain_one() {
+    let config = || Config::from_env().unwrap();
+    let mut a = Wave::on_mesh(&ctx_with(config()), unit_cube_tets(3), 0.001).unwrap();
+    let partitioner = parloop::dist::Partitioner::Block;
+    let mut b =
+        Wave::distributed(&ctx_with(config()), unit_cube_tets(3), 0.001, partitioner).unwrap();
+    for _ in 0..20 {
+        a.step().unwrap();
+        b.step().unwrap();
+    }
+    assert_eq!(&*a.p.data_ro().unwrap(), &*b.p.data_ro().unwrap());
+    assert_eq!(b.coords.dim(), 3);
 }

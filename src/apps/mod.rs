@@ -2,4 +2,3 @@
 
 pub mod airfoil;
 pub mod wave;
-pub mod wave3;

@@ -1,6 +1,9 @@
 //! Airfoil's mesh: the NACA0012 C-grid generator (parameters I, J), OP2's
-//! `new_grid.dat` ASCII format (reader and writer), and consistency checks.
+//! `new_grid.dat` ASCII format (reader and writer), and consistency checks. [`AirfoilMesh`] is
+//! its own structure, not a [`super::Mesh`]: OP2's edges come with their cells, in the file's
+//! order, which Airfoil's published rms history depends on. Its errors are [`MeshError`]s.
 
+use super::MeshError;
 use std::fmt::Write as _;
 
 /// Airfoil's unstructured quad mesh: nodes, cells, edges (with their two cells), and boundary
@@ -207,7 +210,11 @@ impl AirfoilMesh {
     }
 
     /// Parses `new_grid.dat`; errors name the line and what was expected there.
-    pub fn from_grid_dat(text: &str) -> Result<AirfoilMesh, String> {
+    pub fn from_grid_dat(text: &str) -> Result<AirfoilMesh, MeshError> {
+        AirfoilMesh::parse_grid_dat(text).map_err(MeshError)
+    }
+
+    fn parse_grid_dat(text: &str) -> Result<AirfoilMesh, String> {
         let mut lines = text
             .lines()
             .enumerate()
@@ -303,7 +310,11 @@ impl AirfoilMesh {
     /// Maps in range, and every interior edge's two cells share its two nodes. Across the wake
     /// cut of the C-grid the two sides have distinct nodes at the same places: there a cell
     /// shares the edge's node positions.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), MeshError> {
+        self.consistency().map_err(MeshError)
+    }
+
+    fn consistency(&self) -> Result<(), String> {
         let (nn, nc, _, _) = self.counts();
         let node_ok = |v: u32| (v as usize) < nn;
         if let Some(c) = self

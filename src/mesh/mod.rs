@@ -1,64 +1,109 @@
-//! Meshes: generators (the unit square of Firedrake's UnitSquareMesh, Airfoil's NACA0012 C-grid),
-//! the OP2 `new_grid.dat` format, and VTK output for ParaView.
+//! Meshes: the neutral [`Mesh`] (vertices, cells of one first-order [`CellType`], the facets
+//! of physical groups, the [`Group`]s) that every reader and generator produces and everything
+//! downstream takes; its generators (the unit square of Firedrake's UnitSquareMesh, a cube of
+//! tetrahedra); the Gmsh reader and writer ([`gmsh`]); derived facets and edges, and the mesh
+//! as parloop data ([`topology`]); locality renumbering ([`renumber`]); VTK output for
+//! ParaView; and OP2's Airfoil grid ([`airfoil`]: the NACA0012 C-grid and the `new_grid.dat`
+//! format, its own structure). One error type, [`MeshError`].
 //!
 //! Owns: host-side mesh arrays. Must never: run par_loops (the apps do).
 
 pub mod airfoil;
 pub mod gmsh;
+mod neutral;
 pub mod renumber;
 pub(crate) mod spline;
 pub mod topology;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod vtk;
 
-/// A triangle mesh: vertex coordinates and cell -> vertex indices (counter-clockwise).
-#[derive(Clone, Debug, PartialEq)]
-pub struct TriMesh {
-    /// Vertex coordinates.
-    pub coords: Vec<[f64; 2]>,
-    /// Each cell's three vertices, counter-clockwise.
-    pub cells: Vec<[u32; 3]>,
-}
+pub use neutral::{CellType, Group, Mesh};
 
-impl TriMesh {
-    /// Number of vertices.
-    pub fn nvertices(&self) -> usize {
-        self.coords.len()
-    }
-    /// Number of cells (triangles).
-    pub fn ncells(&self) -> usize {
-        self.cells.len()
-    }
-    /// Coordinates as x0, y0, x1, y1, ... in f32.
-    pub fn coords_f32(&self) -> Vec<f32> {
-        self.coords
-            .iter()
-            .flat_map(|c| [c[0] as f32, c[1] as f32])
-            .collect()
-    }
-    /// The cell -> vertex map values (arity 3).
-    pub fn cell_vertices(&self) -> Vec<u32> {
-        self.cells.iter().flatten().copied().collect()
+/// Why a mesh could not be read or used: what is wrong and where (a Gmsh file's line or byte
+/// offset, an OP2 grid file's line, a cell or facet of the topology).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct MeshError(pub String);
+
+/// A mesh error in a function returning [`crate::Result`]: [`crate::Error::Data`] with the
+/// same message.
+impl From<MeshError> for crate::Error {
+    fn from(e: MeshError) -> crate::Error {
+        crate::Error::Data(e.0)
     }
 }
 
 /// Firedrake's `UnitSquareMesh(n, n)`: (n + 1)^2 vertices on a uniform grid, each of the n^2
 /// squares split into two triangles along the diagonal from its lower left to its upper right
 /// corner. Vertex (i, j) (i along x) has index j (n + 1) + i.
-pub fn unit_square(n: usize) -> TriMesh {
+pub fn unit_square(n: usize) -> Mesh {
     let n = n.max(1);
     let v = |i: usize, j: usize| (j * (n + 1) + i) as u32;
     let coords = (0..=n)
-        .flat_map(|j| (0..=n).map(move |i| [i as f64 / n as f64, j as f64 / n as f64]))
+        .flat_map(|j| (0..=n).map(move |i| [i as f64 / n as f64, j as f64 / n as f64, 0.0]))
         .collect();
-    let mut cells = Vec::with_capacity(2 * n * n);
+    let mut cells = Vec::with_capacity(6 * n * n);
     for j in 0..n {
         for i in 0..n {
-            cells.push([v(i, j), v(i + 1, j), v(i + 1, j + 1)]);
-            cells.push([v(i, j), v(i + 1, j + 1), v(i, j + 1)]);
+            cells.extend([v(i, j), v(i + 1, j), v(i + 1, j + 1)]);
+            cells.extend([v(i, j), v(i + 1, j + 1), v(i, j + 1)]);
         }
     }
-    TriMesh { coords, cells }
+    Mesh {
+        coords,
+        cell_type: CellType::Triangle,
+        cells,
+        facets: Vec::new(),
+        groups: Vec::new(),
+    }
+}
+
+/// The unit cube as `n`^3 small cubes of 6 tetrahedra each (Kuhn's triangulation: conforming
+/// across cubes), with no groups: a 3-D test and benchmark mesh.
+pub fn unit_cube_tets(n: usize) -> Mesh {
+    let m = n + 1;
+    let id = |i: usize, j: usize, k: usize| ((k * m + j) * m + i) as u32;
+    let coords: Vec<[f64; 3]> = (0..m * m * m)
+        .map(|v| {
+            let (i, j, k) = (v % m, (v / m) % m, v / (m * m));
+            [
+                i as f64 / n as f64,
+                j as f64 / n as f64,
+                k as f64 / n as f64,
+            ]
+        })
+        .collect();
+    let mut cells = Vec::with_capacity(24 * n * n * n);
+    let perms = [
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ];
+    for k in 0..n {
+        for j in 0..n {
+            for i in 0..n {
+                for p in perms {
+                    // The path from (i, j, k) to (i + 1, j + 1, k + 1) along the axes in order p.
+                    let mut at = [i, j, k];
+                    cells.push(id(at[0], at[1], at[2]));
+                    for axis in p {
+                        at[axis] += 1;
+                        cells.push(id(at[0], at[1], at[2]));
+                    }
+                }
+            }
+        }
+    }
+    Mesh {
+        coords,
+        cell_type: CellType::Tetrahedron,
+        cells,
+        facets: Vec::new(),
+        groups: Vec::new(),
+    }
 }
 
 #[cfg(test)]
@@ -71,8 +116,10 @@ mod tests {
         assert_eq!(m.nvertices(), 101 * 101);
         assert_eq!(m.ncells(), 20_000);
         let mut total = 0.0;
-        for c in &m.cells {
-            let [a, b, d] = c.map(|i| m.coords[i as usize]);
+        assert_eq!(m.cell_type, CellType::Triangle);
+        assert!(m.coords.iter().all(|c| c[2] == 0.0));
+        for c in m.cells.chunks_exact(3) {
+            let [a, b, d] = [c[0], c[1], c[2]].map(|i| m.coords[i as usize]);
             let det = (b[0] - a[0]) * (d[1] - a[1]) - (b[1] - a[1]) * (d[0] - a[0]);
             assert!(det > 0.0, "counter-clockwise");
             total += det / 2.0;

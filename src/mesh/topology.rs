@@ -5,7 +5,7 @@
 //!
 //! Owns: host arrays. Must never: touch a Context.
 
-use super::gmsh::CellType;
+use super::{CellType, Mesh, MeshError};
 
 type Key = [u32; 4];
 
@@ -77,11 +77,6 @@ pub struct Topology {
     cell_facet: Vec<u32>,
 }
 
-/// Why the topology cannot be derived.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct TopologyError(pub String);
-
 impl Topology {
     /// Derives facets (and 3-D edges) from `cells` (`cell_type.vertices()` per cell). A facet
     /// shared by more than two cells (a non-manifold mesh) is an error naming it; so are a cell
@@ -90,13 +85,13 @@ impl Topology {
     /// Each facet is found from its first cell by scanning the cells around its lowest vertex
     /// (a vertex -> cells table built first): no global hash table, so the work stays in
     /// cache when the mesh is numbered with locality.
-    pub fn new(cell_type: CellType, cells: &[u32]) -> Result<Topology, TopologyError> {
+    pub fn new(cell_type: CellType, cells: &[u32]) -> Result<Topology, MeshError> {
         let nv = cell_type.vertices();
         let ncells = cells.len() / nv;
         let local = local_facets(cell_type);
         let nf = local.len();
         if !cells.len().is_multiple_of(nv) {
-            return Err(TopologyError(format!(
+            return Err(MeshError(format!(
                 "{} cell vertices are not whole {}s: a {} has {nv} vertices",
                 cells.len(),
                 cell_type.name(),
@@ -108,13 +103,13 @@ impl Topology {
             .checked_mul(nf)
             .is_none_or(|n| n >= u32::MAX as usize)
         {
-            return Err(TopologyError(format!(
+            return Err(MeshError(format!(
                 "{ncells} cells: more facet slots than 32-bit facet numbers can count"
             )));
         }
         for (c, cell) in cells.chunks_exact(nv).enumerate() {
             if let Some(v) = (1..nv).find_map(|i| cell[..i].contains(&cell[i]).then_some(cell[i])) {
-                return Err(TopologyError(format!(
+                return Err(MeshError(format!(
                     "cell {c} ({} {cell:?}) has vertex {v} twice",
                     cell_type.name()
                 )));
@@ -168,7 +163,7 @@ impl Topology {
                         continue;
                     };
                     if let Some((e, _)) = other {
-                        return Err(TopologyError(format!(
+                        return Err(MeshError(format!(
                             "facet with vertices {face:?} belongs to cells {c}, {e} and {d}: \
                              the mesh is not a manifold (each facet may join at most two cells)"
                         )));
@@ -292,11 +287,7 @@ pub struct MeshData {
 impl MeshData {
     /// The mesh `m` (with its topology `t`) as Sets, Maps, a coordinates Dat and Subsets on
     /// `ctx`. A tagged facet the mesh does not have is an error naming its group.
-    pub fn new(
-        ctx: &crate::Context,
-        m: &super::gmsh::GmshMesh,
-        t: &Topology,
-    ) -> crate::Result<MeshData> {
+    pub fn new(ctx: &crate::Context, m: &Mesh, t: &Topology) -> crate::Result<MeshData> {
         use crate::{Map, Set, Subset};
         let vertices = Set::new("vertices", m.nvertices());
         let cells = Set::new("cells", m.ncells());
@@ -334,13 +325,7 @@ impl MeshData {
             t.facet_arity,
             &bv,
         )?;
-        let d = m.dim();
-        let xyz: Vec<f32> = m
-            .coords
-            .iter()
-            .flat_map(|c| c[..d].iter().map(|&x| x as f32))
-            .collect();
-        let coords = ctx.dat("coords", &vertices, d, &xyz)?;
+        let coords = ctx.dat("coords", &vertices, m.dim(), &m.coords_f32())?;
         let mut groups = Vec::new();
         for g in &m.groups {
             if g.dim == m.dim() {

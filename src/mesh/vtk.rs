@@ -1,8 +1,7 @@
-//! ParaView output: one VTK XML unstructured grid (`.vtu`, written with vtkio) per frame, and a
-//! `.pvd` collection listing the frames with their times.
+//! ParaView output: a [`Mesh`] with vertex fields as one VTK XML unstructured grid (`.vtu`,
+//! written with vtkio) per frame, and a `.pvd` collection listing the frames with their times.
 
-use super::TriMesh;
-use super::gmsh::{CellType as GmshCell, GmshMesh};
+use super::{CellType as MeshCell, Mesh};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use vtkio::model::{
@@ -10,55 +9,23 @@ use vtkio::model::{
     Version, VertexNumbers, Vtk,
 };
 
-/// A mesh ParaView can show: points in 3-D and cells of one VTK type.
-pub trait VtkMesh {
-    /// The points as x, y, z triples.
-    fn points(&self) -> Vec<f32>;
-    /// The cells' vertices, flat, and the VTK type of every cell.
-    fn cells(&self) -> (Vec<u64>, CellType);
-}
-
-impl VtkMesh for TriMesh {
-    fn points(&self) -> Vec<f32> {
-        let xy0 = |c: &[f64; 2]| [c[0] as f32, c[1] as f32, 0.0];
-        self.coords.iter().flat_map(xy0).collect()
-    }
-    fn cells(&self) -> (Vec<u64>, CellType) {
-        let flat = self.cells.iter().flatten().map(|&v| v as u64).collect();
-        (flat, CellType::Triangle)
-    }
-}
-
-/// A Gmsh mesh's cells: first-order triangles, quadrilaterals, tetrahedra and hexahedra have
-/// the same vertex order in Gmsh and VTK.
-impl VtkMesh for GmshMesh {
-    fn points(&self) -> Vec<f32> {
-        self.coords.iter().flatten().map(|&c| c as f32).collect()
-    }
-    fn cells(&self) -> (Vec<u64>, CellType) {
-        let t = match self.cell_type {
-            GmshCell::Triangle => CellType::Triangle,
-            GmshCell::Quadrilateral => CellType::Quad,
-            GmshCell::Tetrahedron => CellType::Tetra,
-            GmshCell::Hexahedron => CellType::Hexahedron,
-        };
-        (self.cells.iter().map(|&v| v as u64).collect(), t)
+/// A cell type's VTK type: first-order triangles, quadrilaterals, tetrahedra and hexahedra
+/// have the same vertex order in Gmsh (so in [`Mesh`]) and VTK.
+fn vtk_type(t: MeshCell) -> CellType {
+    match t {
+        MeshCell::Triangle => CellType::Triangle,
+        MeshCell::Quadrilateral => CellType::Quad,
+        MeshCell::Tetrahedron => CellType::Tetra,
+        MeshCell::Hexahedron => CellType::Hexahedron,
     }
 }
 
 /// Writes `mesh` with vertex fields (one value per vertex each) as a `.vtu` file.
-pub fn write_vtu(
-    path: &Path,
-    mesh: &impl VtkMesh,
-    fields: &[(&str, &[f32])],
-) -> std::io::Result<()> {
-    let points = mesh.points();
-    let (connectivity, cell_type) = mesh.cells();
-    let per = match cell_type {
-        CellType::Triangle => 3,
-        CellType::Quad | CellType::Tetra => 4,
-        _ => 8,
-    };
+pub fn write_vtu(path: &Path, mesh: &Mesh, fields: &[(&str, &[f32])]) -> std::io::Result<()> {
+    let points: Vec<f32> = mesh.coords.iter().flatten().map(|&c| c as f32).collect();
+    let connectivity: Vec<u64> = mesh.cells.iter().map(|&v| v as u64).collect();
+    let cell_type = vtk_type(mesh.cell_type);
+    let per = mesh.cell_type.vertices();
     let ncells = connectivity.len() / per;
     let offsets: Vec<u64> = (1..=ncells as u64).map(|k| per as u64 * k).collect();
     let point = fields
@@ -113,7 +80,7 @@ impl Series {
     pub fn write(
         &mut self,
         time: f64,
-        mesh: &impl VtkMesh,
+        mesh: &Mesh,
         fields: &[(&str, &[f32])],
     ) -> std::io::Result<()> {
         let file = format!("{}_{:06}.vtu", self.stem, self.frames.len());

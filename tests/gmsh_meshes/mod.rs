@@ -1,9 +1,8 @@
 //! The committed test meshes' generators: a disk of triangles, an L-shape of quadrilaterals
 //! and a unit cube of tetrahedra, with their boundary groups.
 
-use parloop::mesh::gmsh::{self, CellType, GmshMesh, Group};
 use parloop::mesh::topology::Topology;
-use parloop::mesh::unit_square;
+use parloop::mesh::{CellType, Group, Mesh, unit_cube_tets, unit_square};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Boundary facets of `cells` split into groups by `which` (a facet's vertex coordinates ->
@@ -40,7 +39,7 @@ fn tag_boundary(
 /// The unit disk: the square [-1, 1]^2 triangulated n x n, mapped onto the disk (the square's
 /// boundary onto the circle). Groups: "disk" (cells), "upper" and "lower" (the circle, y >= 0
 /// and y < 0 by the facet's midpoint).
-pub fn disk(n: usize) -> GmshMesh {
+pub fn disk(n: usize) -> Mesh {
     let sq = unit_square(n);
     let coords: Vec<[f64; 3]> = sq
         .coords
@@ -54,7 +53,7 @@ pub fn disk(n: usize) -> GmshMesh {
             ]
         })
         .collect();
-    let cells: Vec<u32> = sq.cells.iter().flatten().copied().collect();
+    let cells: Vec<u32> = sq.cells.clone();
     let (facets, mut groups) = tag_boundary(
         CellType::Triangle,
         &cells,
@@ -71,7 +70,7 @@ pub fn disk(n: usize) -> GmshMesh {
             members: (0..cells.len() as u32 / 3).collect(),
         },
     );
-    GmshMesh {
+    Mesh {
         coords,
         cell_type: CellType::Triangle,
         cells,
@@ -82,7 +81,7 @@ pub fn disk(n: usize) -> GmshMesh {
 
 /// The L-shape [0, 2]^2 minus (1, 2]^2 in quadrilaterals of side 1/n. Groups: "domain",
 /// "left" (x = 0) and "rest" (the other boundary facets).
-pub fn lshape(n: usize) -> GmshMesh {
+pub fn lshape(n: usize) -> Mesh {
     let m = 2 * n + 1;
     let id = |i: usize, j: usize| (j * m + i) as u32;
     let coords: Vec<[f64; 3]> = (0..m * m)
@@ -122,7 +121,7 @@ pub fn lshape(n: usize) -> GmshMesh {
             members: (0..cells.len() as u32 / 4).collect(),
         },
     );
-    GmshMesh {
+    Mesh {
         coords,
         cell_type: CellType::Quadrilateral,
         cells,
@@ -133,8 +132,8 @@ pub fn lshape(n: usize) -> GmshMesh {
 
 /// The unit cube of tetrahedra. Groups: "cube", "bottom" (z = 0) and "sides" (the rest of the
 /// boundary).
-pub fn cube(n: usize) -> GmshMesh {
-    let GmshMesh { coords, cells, .. } = gmsh::unit_cube_tets(n);
+pub fn cube(n: usize) -> Mesh {
+    let Mesh { coords, cells, .. } = unit_cube_tets(n);
     let (facets, mut groups) = tag_boundary(
         CellType::Tetrahedron,
         &cells,
@@ -151,7 +150,7 @@ pub fn cube(n: usize) -> GmshMesh {
             members: (0..cells.len() as u32 / 4).collect(),
         },
     );
-    GmshMesh {
+    Mesh {
         coords,
         cell_type: CellType::Tetrahedron,
         cells,

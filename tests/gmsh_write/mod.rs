@@ -3,13 +3,13 @@
 //! sparse or duplicated.
 
 use super::{Format, Tags};
-use parloop::mesh::gmsh::GmshMesh;
+use parloop::mesh::Mesh;
 use parloop::util::Rng;
 
 /// A file and what reading it must give: the mesh, or an error naming a duplicated node tag.
 pub struct Written {
     pub bytes: Vec<u8>,
-    pub expect: Result<GmshMesh, u64>,
+    pub expect: Result<Mesh, u64>,
     /// Offset and width of the binary numbers worth mutating (counts, tags, types, flags).
     pub fields: Vec<(usize, usize)>,
     pub big: bool,
@@ -89,7 +89,7 @@ fn shuffle<T>(v: &mut [T], rng: &mut Rng) {
 /// `m` written in format `f` with node tags `tags`: vertices in a random file order (except for
 /// ascending tags), in 1 to 4 blocks (4.1); elements by physical group (one entity each, tag
 /// group + 1), facets first.
-pub fn write(m: &GmshMesh, f: Format, tags: Tags, rng: &mut Rng) -> Written {
+pub fn write(m: &Mesh, f: Format, tags: Tags, rng: &mut Rng) -> Written {
     let (n, top) = (m.nvertices(), m.dim());
     let mut order: Vec<usize> = (0..n).collect();
     // The tag of the node at each file position.
@@ -129,7 +129,7 @@ pub fn write(m: &GmshMesh, f: Format, tags: Tags, rng: &mut Rng) -> Written {
         .collect();
     els.sort_by_key(|e| (e.0, e.1));
     // What the reader must give.
-    let mut expect = GmshMesh {
+    let mut expect = Mesh {
         coords: order.iter().map(|&v| m.coords[v]).collect(),
         cells: Vec::new(),
         facets: Vec::new(),
@@ -201,7 +201,7 @@ pub fn write(m: &GmshMesh, f: Format, tags: Tags, rng: &mut Rng) -> Written {
 /// The 4.1 sections: `$Entities` (one per block), `$Nodes` in 1 to 4 blocks, `$Elements`.
 fn write41(
     o: &mut Out,
-    m: &GmshMesh,
+    m: &Mesh,
     blocks: &[(usize, i32, Vec<&[u32]>)],
     ftag: &[u64],
     order: &[usize],
@@ -251,7 +251,7 @@ fn write41(
 }
 
 /// Gmsh's type of an element of `m` with these vertices.
-fn gmsh_type(vs: &[u32], m: &GmshMesh) -> i32 {
+fn gmsh_type(vs: &[u32], m: &Mesh) -> i32 {
     match vs.len() {
         n if n == m.cell_type.vertices() => m.cell_type.gmsh_type() as i32,
         2 => 1,

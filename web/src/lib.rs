@@ -105,7 +105,7 @@ struct View {
 }
 
 impl View {
-    fn of(mesh: &parloop::mesh::TriMesh) -> View {
+    fn of(mesh: &parloop::mesh::Mesh) -> View {
         let (mut lo, mut hi) = ([f64::INFINITY; 2], [f64::NEG_INFINITY; 2]);
         for c in &mesh.coords {
             for a in 0..2 {
@@ -157,7 +157,7 @@ fn mesh_buffers(ctx: &Context, wave: &Wave) -> (wgpu::Buffer, wgpu::Buffer, u32)
     );
     let i = buffer(
         "mesh triangles",
-        bytemuck_cast(&idx),
+        bytemuck_cast(idx),
         wgpu::BufferUsages::INDEX,
     );
     (v, i, idx.len() as u32)
@@ -442,13 +442,18 @@ impl App {
     }
 
     /// Runs the wave on a Gmsh mesh of triangles (the bytes of a `.msh` file, 4.1 or 2.2),
-    /// drawn at its initial state. A file that is not such a mesh is an error saying why.
+    /// drawn at its initial state. A file that is not such a mesh is an error saying why (the
+    /// page draws triangles: a mesh of other cells is refused, naming them).
     pub fn load_mesh(&self, bytes: &[u8]) -> Result<(), JsValue> {
-        let tri = parloop::mesh::gmsh::read(bytes)
-            .and_then(|m| m.triangles())
-            .map_err(js)?;
+        let mesh = parloop::mesh::gmsh::read(bytes).map_err(js)?;
+        if mesh.cell_type != parloop::mesh::CellType::Triangle {
+            return Err(js(format!(
+                "this mesh has {} cells: the browser demo draws triangles (P1)",
+                mesh.cell_type.name()
+            )));
+        }
         let mut guard = self.get_mut()?;
-        replace_wave(&mut guard, |ctx| Wave::on_mesh(ctx, tri, 0.001))
+        replace_wave(&mut guard, |ctx| Wave::on_mesh(ctx, mesh, 0.001))
     }
 
     /// A new n x n simulation on the same device, drawn at its initial state.

@@ -193,7 +193,7 @@ mod cli {
                     m.nvertices()
                 ),
                 positions: m.ncells(),
-                map: m.cell_vertices(),
+                map: m.cell_vertices().to_vec(),
                 arity: 3,
                 targets: m.nvertices(),
                 inc_bytes: 4,

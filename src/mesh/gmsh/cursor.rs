@@ -4,7 +4,7 @@
 //! Nothing here can panic on any input: reads are bounds-checked, and counts are checked
 //! against what the rest of the file can hold before anything is allocated for them.
 
-use super::MshError;
+use crate::mesh::MeshError;
 
 pub(super) struct Cursor<'a> {
     pub bytes: &'a [u8],
@@ -57,8 +57,8 @@ impl<'a> Cursor<'a> {
         place(self.bytes, self.binary, at)
     }
 
-    pub fn fail<T>(&self, at: usize, msg: impl std::fmt::Display) -> Result<T, MshError> {
-        Err(MshError(format!("{}: {msg}", self.place(at))))
+    pub fn fail<T>(&self, at: usize, msg: impl std::fmt::Display) -> Result<T, MeshError> {
+        Err(MeshError(format!("{}: {msg}", self.place(at))))
     }
 
     pub fn left(&self) -> usize {
@@ -72,7 +72,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// The next whitespace-separated word.
-    pub fn word(&mut self, what: &str) -> Result<&'a [u8], MshError> {
+    pub fn word(&mut self, what: &str) -> Result<&'a [u8], MeshError> {
         self.skip_space();
         let at = self.pos;
         while self.pos < self.limit && !is_space(self.bytes[self.pos]) {
@@ -91,7 +91,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// The next word as a number (`kind` says which, for messages).
-    pub fn ascii<T: std::str::FromStr>(&mut self, what: &str, kind: &str) -> Result<T, MshError> {
+    pub fn ascii<T: std::str::FromStr>(&mut self, what: &str, kind: &str) -> Result<T, MeshError> {
         let w = self.word(what)?;
         match std::str::from_utf8(w).ok().and_then(|s| s.parse().ok()) {
             Some(v) => Ok(v),
@@ -102,7 +102,7 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], MshError> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], MeshError> {
         self.last = self.pos;
         if self.left() < n {
             return self.fail(
@@ -126,7 +126,7 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    pub fn size_t(&mut self, what: &str) -> Result<u64, MshError> {
+    pub fn size_t(&mut self, what: &str) -> Result<u64, MeshError> {
         if !self.binary {
             return self.ascii(what, "an integer from 0 to 2^64 - 1");
         }
@@ -134,7 +134,7 @@ impl<'a> Cursor<'a> {
         Ok(self.uint(b))
     }
 
-    pub fn int(&mut self, what: &str) -> Result<i32, MshError> {
+    pub fn int(&mut self, what: &str) -> Result<i32, MeshError> {
         if !self.binary {
             return self.ascii(what, "an integer from -2^31 to 2^31 - 1");
         }
@@ -142,7 +142,7 @@ impl<'a> Cursor<'a> {
         Ok(self.uint(b) as u32 as i32)
     }
 
-    pub fn double(&mut self, what: &str) -> Result<f64, MshError> {
+    pub fn double(&mut self, what: &str) -> Result<f64, MeshError> {
         if !self.binary {
             return self.ascii(what, "a number");
         }
@@ -151,7 +151,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A coordinate: a finite double.
-    pub fn coordinate(&mut self, what: &str) -> Result<f64, MshError> {
+    pub fn coordinate(&mut self, what: &str) -> Result<f64, MeshError> {
         let x = self.double(what)?;
         if !x.is_finite() {
             return self.fail(self.last, format!("{what} is {x}"));
@@ -168,7 +168,7 @@ impl<'a> Cursor<'a> {
         what: &str,
         bytes: usize,
         words: usize,
-    ) -> Result<usize, MshError> {
+    ) -> Result<usize, MeshError> {
         // A word takes at least one character and one separator.
         let each = if self.binary { bytes } else { 2 * words };
         let left = self.left() as u64;
@@ -182,14 +182,14 @@ impl<'a> Cursor<'a> {
     }
 
     /// A size_t count (see [`Cursor::check_count`]).
-    pub fn count(&mut self, what: &str, bytes: usize, words: usize) -> Result<usize, MshError> {
+    pub fn count(&mut self, what: &str, bytes: usize, words: usize) -> Result<usize, MeshError> {
         let n = self.size_t(what)?;
         self.check_count(n, what, bytes, words)
     }
 
     /// Consumes the rest of a section tag's line, up to and including its newline (binary data
     /// starts right after it).
-    pub fn line_end(&mut self) -> Result<(), MshError> {
+    pub fn line_end(&mut self) -> Result<(), MeshError> {
         while self.pos < self.bytes.len() && matches!(self.bytes[self.pos], b' ' | b'\t' | b'\r') {
             self.pos += 1;
         }
@@ -208,7 +208,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// The next word is `$End<name>`, closing the section begun at `start`.
-    pub fn end(&mut self, name: &str, start: usize) -> Result<(), MshError> {
+    pub fn end(&mut self, name: &str, start: usize) -> Result<(), MeshError> {
         let want = format!("$End{name}");
         let at = {
             self.skip_space();
@@ -236,7 +236,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Skips a section this reader does not use, to the line after its `$End<name>`.
-    pub fn skip_section(&mut self, name: &str, start: usize) -> Result<(), MshError> {
+    pub fn skip_section(&mut self, name: &str, start: usize) -> Result<(), MeshError> {
         let want = format!("$End{name}");
         let from = self.pos;
         let found = self.bytes[from..]
@@ -264,7 +264,7 @@ impl<'a> Cursor<'a> {
             .map_or(self.bytes.len(), |i| self.pos + i);
     }
 
-    pub fn end_record(&mut self, after: &str) -> Result<(), MshError> {
+    pub fn end_record(&mut self, after: &str) -> Result<(), MeshError> {
         self.skip_space();
         let rest = self.pos;
         self.limit = self.bytes.len();

@@ -1,63 +1,15 @@
 //! Gmsh meshes (`.msh`): format 4.1, ASCII and binary, and 2.2 ASCII, read here (the formats
-//! are a few sections of numbers; [`read`] never panics: a malformed file is an [`MshError`]
+//! are a few sections of numbers; [`read`] never panics: a malformed file is a [`MeshError`]
 //! that says what is wrong and where, by line or byte offset). First-order cells in 2-D
 //! (triangles, quadrilaterals) and 3-D (tetrahedra, hexahedra); lower-dimensional elements
 //! (lines in 2-D, triangles and quadrilaterals in 3-D) are read as the facets of physical
 //! groups. Physical group names come from `$PhysicalNames`.
 //!
-//! Owns: turning a file into host arrays ([`GmshMesh`]). Must never: touch a Context (the mesh
-//! becomes parloop data through [`super::topology::MeshData`]).
+//! Owns: turning a file into the neutral [`Mesh`], and [`write41`] back. Must never: touch a
+//! Context (the mesh becomes parloop data through [`super::topology::MeshData`]).
 
+use super::{CellType, Group, Mesh, MeshError};
 use std::collections::HashMap;
-
-/// A first-order cell type parloop reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CellType {
-    /// 3-node triangle (Gmsh type 2).
-    Triangle,
-    /// 4-node quadrilateral (Gmsh type 3).
-    Quadrilateral,
-    /// 4-node tetrahedron (Gmsh type 4).
-    Tetrahedron,
-    /// 8-node hexahedron (Gmsh type 5).
-    Hexahedron,
-}
-
-impl CellType {
-    /// Vertices per cell.
-    pub fn vertices(self) -> usize {
-        match self {
-            CellType::Triangle => 3,
-            CellType::Quadrilateral | CellType::Tetrahedron => 4,
-            CellType::Hexahedron => 8,
-        }
-    }
-    /// The cell's dimension (2 or 3).
-    pub fn dim(self) -> usize {
-        match self {
-            CellType::Triangle | CellType::Quadrilateral => 2,
-            _ => 3,
-        }
-    }
-    /// Gmsh's element type number.
-    pub fn gmsh_type(self) -> u32 {
-        match self {
-            CellType::Triangle => 2,
-            CellType::Quadrilateral => 3,
-            CellType::Tetrahedron => 4,
-            CellType::Hexahedron => 5,
-        }
-    }
-    /// The name ParaView and Gmsh users know.
-    pub fn name(self) -> &'static str {
-        match self {
-            CellType::Triangle => "triangle",
-            CellType::Quadrilateral => "quadrilateral",
-            CellType::Tetrahedron => "tetrahedron",
-            CellType::Hexahedron => "hexahedron",
-        }
-    }
-}
 
 /// Gmsh's name of an element type number, for messages.
 fn gmsh_type_name(t: i32) -> &'static str {
@@ -81,114 +33,31 @@ fn gmsh_type_name(t: i32) -> &'static str {
     }
 }
 
-/// A physical group: its name (or `physical <tag>` when the file names none), dimension, tag,
-/// and the indices of its members (cells for a group of the cells' dimension, else entries of
-/// [`GmshMesh::facets`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Group {
-    /// The group's name from `$PhysicalNames`.
-    pub name: String,
-    /// The dimension of its elements.
-    pub dim: usize,
-    /// Gmsh's physical tag.
-    pub tag: i32,
-    /// Member indices, ascending.
-    pub members: Vec<u32>,
-}
-
-/// A mesh read from a `.msh` file: vertices (0-based, in the file's node order; elements refer
-/// to nodes by their tags, in any order, sparse or not), cells of one
-/// type, the lower-dimensional elements that belong to physical groups (as vertex lists), and
-/// the physical groups.
-#[derive(Clone, Debug, PartialEq)]
-pub struct GmshMesh {
-    /// Vertex coordinates (z is 0 in a 2-D mesh).
-    pub coords: Vec<[f64; 3]>,
-    /// The cells' type.
-    pub cell_type: CellType,
-    /// Each cell's vertices, `cell_type.vertices()` per cell, in Gmsh's order.
-    pub cells: Vec<u32>,
-    /// Vertices of each tagged facet element (lines in 2-D, triangles or quadrilaterals in
-    /// 3-D), one Vec per element.
-    pub facets: Vec<Vec<u32>>,
-    /// Physical groups of cells (dimension of the cells) and of facets.
-    pub groups: Vec<Group>,
-}
-
-/// Why a file could not be read: what and where (line, or byte offset in a binary file).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct MshError(pub String);
-
-fn err<T>(msg: impl Into<String>) -> Result<T, MshError> {
-    Err(MshError(msg.into()))
-}
-
-impl GmshMesh {
-    /// Number of vertices.
-    pub fn nvertices(&self) -> usize {
-        self.coords.len()
-    }
-    /// Number of cells.
-    pub fn ncells(&self) -> usize {
-        self.cells.len() / self.cell_type.vertices()
-    }
-    /// The mesh's dimension (its cells').
-    pub fn dim(&self) -> usize {
-        self.cell_type.dim()
-    }
-    /// Cell `c`'s vertices.
-    pub fn cell(&self, c: usize) -> &[u32] {
-        let n = self.cell_type.vertices();
-        &self.cells[c * n..(c + 1) * n]
-    }
-    /// A triangle mesh as the wave demo takes it: 2-D coordinates, triangles turned
-    /// counter-clockwise. An error names the cell type of any other mesh.
-    pub fn triangles(&self) -> Result<super::TriMesh, MshError> {
-        if self.cell_type != CellType::Triangle {
-            return err(format!(
-                "this mesh has {} cells: the wave demo runs on triangles (P1)",
-                self.cell_type.name()
-            ));
-        }
-        let coords: Vec<[f64; 2]> = self.coords.iter().map(|c| [c[0], c[1]]).collect();
-        let cells = (0..self.ncells())
-            .map(|c| {
-                let [a, b, d] = <[u32; 3]>::try_from(self.cell(c)).expect("3 vertices");
-                let (p, q, r) = (coords[a as usize], coords[b as usize], coords[d as usize]);
-                let det = (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0]);
-                if det < 0.0 { [a, d, b] } else { [a, b, d] }
-            })
-            .collect();
-        Ok(super::TriMesh { coords, cells })
-    }
-    /// The group named `name`, if any.
-    pub fn group(&self, name: &str) -> Option<&Group> {
-        self.groups.iter().find(|g| g.name == name)
-    }
+fn err<T>(msg: impl Into<String>) -> Result<T, MeshError> {
+    Err(MeshError(msg.into()))
 }
 
 mod cursor;
 mod parse;
-mod renumber;
 mod write;
 
 use parse::{Block, Raw};
-pub use write::{unit_cube_tets, write41};
+pub use write::write41;
 
 /// Reads a `.msh` file's bytes (4.1 ASCII or binary, 2.2 ASCII). Any input gives a mesh or an
 /// error saying what is wrong and where (a line, or a byte offset in a binary file).
-pub fn read(bytes: &[u8]) -> Result<GmshMesh, MshError> {
+pub fn read(bytes: &[u8]) -> Result<Mesh, MeshError> {
     let raw = parse::read(bytes)?;
     assemble(raw, bytes)
 }
 
-/// Reads a `.msh` file.
+/// Reads a `.msh` file; an error names the file.
 #[cfg(not(target_arch = "wasm32"))]
-pub fn read_file(path: &std::path::Path) -> Result<GmshMesh, MshError> {
+pub fn read_file(path: impl AsRef<std::path::Path>) -> Result<Mesh, MeshError> {
+    let path = path.as_ref();
     let bytes = std::fs::read(path)
-        .map_err(|e| MshError(format!("cannot read {}: {e}", path.display())))?;
-    read(&bytes).map_err(|e| MshError(format!("{}: {}", path.display(), e.0)))
+        .map_err(|e| MeshError(format!("cannot read {}: {e}", path.display())))?;
+    read(&bytes).map_err(|e| MeshError(format!("{}: {}", path.display(), e.0)))
 }
 
 /// Node tag -> vertex (file order): a table when the tags are dense enough, else a hash map.
@@ -199,9 +68,9 @@ enum NodeIndex {
 
 impl NodeIndex {
     /// The index of `tags`; a tag twice is an error naming it and both places.
-    fn new(tags: &[u64], at: &[usize], place: &dyn Fn(usize) -> String) -> Result<Self, MshError> {
+    fn new(tags: &[u64], at: &[usize], place: &dyn Fn(usize) -> String) -> Result<Self, MeshError> {
         let twice = |t: u64, first: u32, i: usize| {
-            MshError(format!(
+            MeshError(format!(
                 "{}: node tag {t} appears twice in $Nodes (first at {})",
                 place(at[i]),
                 place(at[first as usize])
@@ -245,9 +114,9 @@ impl NodeIndex {
 }
 
 /// Cells of the highest dimension present, facets of one dimension less, groups.
-fn assemble(raw: Raw, bytes: &[u8]) -> Result<GmshMesh, MshError> {
+fn assemble(raw: Raw, bytes: &[u8]) -> Result<Mesh, MeshError> {
     let place = |at: usize| cursor::place(bytes, raw.binary, at);
-    let fail = |at: usize, msg: String| MshError(format!("{}: {msg}", place(at)));
+    let fail = |at: usize, msg: String| MeshError(format!("{}: {msg}", place(at)));
     let nelements: usize = raw.blocks.iter().map(|b| b.at.len()).sum();
     if raw.tags.len() >= u32::MAX as usize || nelements >= u32::MAX as usize {
         return Err(fail(0, "more than 2^32 - 2 nodes or elements".into()));
@@ -288,7 +157,7 @@ fn assemble(raw: Raw, bytes: &[u8]) -> Result<GmshMesh, MshError> {
         ));
     }
     // An element's vertices: defined, distinct.
-    let vertices = |b: &Block, e: usize, out: &mut Vec<u32>| -> Result<(), MshError> {
+    let vertices = |b: &Block, e: usize, out: &mut Vec<u32>| -> Result<(), MeshError> {
         let k = b.nodes.len() / b.at.len();
         let tags = &b.nodes[e * k..(e + 1) * k];
         let start = out.len();
@@ -351,7 +220,7 @@ fn assemble(raw: Raw, bytes: &[u8]) -> Result<GmshMesh, MshError> {
         })
         .collect();
     groups.sort_by_key(|g| (g.dim, g.tag));
-    Ok(GmshMesh {
+    Ok(Mesh {
         coords: raw.coords,
         cell_type,
         cells,

@@ -4,7 +4,8 @@
 //! as written (any order, sparse, over several blocks); [`super::assemble`] resolves them.
 
 use super::cursor::{Cursor, shown};
-use super::{MshError, err, gmsh_type_name};
+use super::{err, gmsh_type_name};
+use crate::mesh::MeshError;
 use std::collections::HashMap;
 
 /// A run of elements of one type and physical tags: node tags, `nodes_of(kind)` per element.
@@ -52,7 +53,7 @@ fn unsupported(kind: i32) -> String {
 }
 
 /// Reads a `.msh` file (4.1 ASCII or binary, 2.2 ASCII) into [`Raw`].
-pub(super) fn read(bytes: &[u8]) -> Result<Raw, MshError> {
+pub(super) fn read(bytes: &[u8]) -> Result<Raw, MeshError> {
     let mut c = Cursor::new(bytes);
     let v41 = header(&mut c)?;
     let mut raw = Raw {
@@ -137,10 +138,10 @@ pub(super) fn read(bytes: &[u8]) -> Result<Raw, MshError> {
 
 /// `$MeshFormat`: returns whether the file is MSH 4.1 (else 2.2 ASCII); sets the cursor's
 /// binary mode, size_t and byte order.
-fn header(c: &mut Cursor) -> Result<bool, MshError> {
+fn header(c: &mut Cursor) -> Result<bool, MeshError> {
     let not_msh = "line 1: expected `$MeshFormat`: this is not a Gmsh .msh file";
     match c.word("`$MeshFormat`") {
-        Ok(b"$MeshFormat") => c.line_end().map_err(|_| MshError(not_msh.into()))?,
+        Ok(b"$MeshFormat") => c.line_end().map_err(|_| MeshError(not_msh.into()))?,
         _ => return err(not_msh),
     }
     let at = c.pos;
@@ -196,7 +197,7 @@ fn header(c: &mut Cursor) -> Result<bool, MshError> {
         .ok()
         .filter(|&s| s == 4 || s == 8)
         .ok_or_else(|| {
-            MshError(format!(
+            MeshError(format!(
                 "{}: data size `{}`: expected 8 (or 4), the size of {} in bytes",
                 c.place(at),
                 w[2],
@@ -223,7 +224,7 @@ fn header(c: &mut Cursor) -> Result<bool, MshError> {
 }
 
 /// `$PhysicalNames` (ASCII in every format): `dim tag "name"` per line.
-fn physical_names(c: &mut Cursor) -> Result<HashMap<(usize, i32), String>, MshError> {
+fn physical_names(c: &mut Cursor) -> Result<HashMap<(usize, i32), String>, MeshError> {
     let n: u64 = c.ascii("the number of physical names", "an integer")?;
     let n = c.check_count(n, "the number of physical names", 6, 3)?;
     let mut out = HashMap::with_capacity(n);
@@ -269,7 +270,7 @@ fn physical_names(c: &mut Cursor) -> Result<HashMap<(usize, i32), String>, MshEr
 }
 
 /// `$Entities` (4.1): the physical tags of each (dim, tag).
-fn entities41(c: &mut Cursor) -> Result<HashMap<(i32, i32), Vec<i32>>, MshError> {
+fn entities41(c: &mut Cursor) -> Result<HashMap<(i32, i32), Vec<i32>>, MeshError> {
     let s = c.size_t;
     let mut counts = [0; 4];
     for (d, n) in counts.iter_mut().enumerate() {
@@ -308,7 +309,7 @@ fn entities41(c: &mut Cursor) -> Result<HashMap<(i32, i32), Vec<i32>>, MshError>
 
 /// `$Nodes` (4.1): blocks of node tags, then their coordinates (and parametric coordinates,
 /// skipped).
-fn nodes41(c: &mut Cursor, raw: &mut Raw) -> Result<(), MshError> {
+fn nodes41(c: &mut Cursor, raw: &mut Raw) -> Result<(), MeshError> {
     let s = c.size_t;
     let nblocks = c.count("the number of node blocks", 12 + s, 4)?;
     let total = c.size_t("the number of nodes")?;
@@ -385,7 +386,11 @@ fn nodes41(c: &mut Cursor, raw: &mut Raw) -> Result<(), MshError> {
 }
 
 /// `$Elements` (4.1): blocks of one entity and type, each element its tag and node tags.
-fn elements41(c: &mut Cursor, raw: &mut Raw, entity: &mut Vec<(i32, i32)>) -> Result<(), MshError> {
+fn elements41(
+    c: &mut Cursor,
+    raw: &mut Raw,
+    entity: &mut Vec<(i32, i32)>,
+) -> Result<(), MeshError> {
     let s = c.size_t;
     let nblocks = c.count("the number of element blocks", 12 + s, 4)?;
     let total = c.size_t("the number of elements")?;
@@ -428,7 +433,7 @@ fn elements41(c: &mut Cursor, raw: &mut Raw, entity: &mut Vec<(i32, i32)>) -> Re
 }
 
 /// `$Nodes` (2.2): a count, then `tag x y z` per line.
-fn nodes22(c: &mut Cursor, raw: &mut Raw) -> Result<(), MshError> {
+fn nodes22(c: &mut Cursor, raw: &mut Raw) -> Result<(), MeshError> {
     let n = c.count("the number of nodes", 0, 4)?;
     raw.tags.reserve(n);
     raw.coords.reserve(n);
@@ -449,7 +454,7 @@ fn nodes22(c: &mut Cursor, raw: &mut Raw) -> Result<(), MshError> {
 
 /// `$Elements` (2.2): a count, then `tag type ntags tags... nodes...` per line; the first tag
 /// is the physical group (0: none).
-fn elements22(c: &mut Cursor, raw: &mut Raw) -> Result<(), MshError> {
+fn elements22(c: &mut Cursor, raw: &mut Raw) -> Result<(), MeshError> {
     let n = c.count("the number of elements", 0, 4)?;
     for _ in 0..n {
         c.begin_record();

@@ -1,60 +1,11 @@
-//! The MSH 4.1 ASCII writer (meshes for tests, and for Gmsh or ParaView users) and a generated
-//! tetrahedral cube.
+//! The MSH 4.1 ASCII writer (meshes for tests, and for Gmsh or ParaView users).
 
-use super::{CellType, GmshMesh, Group};
-
-/// The unit cube as `n`^3 small cubes of 6 tetrahedra each (Kuhn's triangulation: conforming
-/// across cubes), with no groups: a 3-D test and benchmark mesh.
-pub fn unit_cube_tets(n: usize) -> GmshMesh {
-    let m = n + 1;
-    let id = |i: usize, j: usize, k: usize| ((k * m + j) * m + i) as u32;
-    let coords: Vec<[f64; 3]> = (0..m * m * m)
-        .map(|v| {
-            let (i, j, k) = (v % m, (v / m) % m, v / (m * m));
-            [
-                i as f64 / n as f64,
-                j as f64 / n as f64,
-                k as f64 / n as f64,
-            ]
-        })
-        .collect();
-    let mut cells = Vec::with_capacity(24 * n * n * n);
-    let perms = [
-        [0, 1, 2],
-        [0, 2, 1],
-        [1, 0, 2],
-        [1, 2, 0],
-        [2, 0, 1],
-        [2, 1, 0],
-    ];
-    for k in 0..n {
-        for j in 0..n {
-            for i in 0..n {
-                for p in perms {
-                    // The path from (i, j, k) to (i + 1, j + 1, k + 1) along the axes in order p.
-                    let mut at = [i, j, k];
-                    cells.push(id(at[0], at[1], at[2]));
-                    for axis in p {
-                        at[axis] += 1;
-                        cells.push(id(at[0], at[1], at[2]));
-                    }
-                }
-            }
-        }
-    }
-    GmshMesh {
-        coords,
-        cell_type: CellType::Tetrahedron,
-        cells,
-        facets: Vec::new(),
-        groups: Vec::new(),
-    }
-}
+use crate::mesh::{Group, Mesh};
 
 /// Writes `mesh` as MSH 4.1 ASCII: one entity per physical group (and one for untagged cells),
 /// `$PhysicalNames`, `$Entities`, `$Nodes`, `$Elements`. What Gmsh writes for such a mesh, up
 /// to entity bounding boxes (written as zeros).
-pub fn write41(mesh: &GmshMesh) -> String {
+pub fn write41(mesh: &Mesh) -> String {
     use std::fmt::Write;
     let top = mesh.dim();
     // Groups by (dim, tag), as the reader returns them: the file depends only on the mesh.
