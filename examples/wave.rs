@@ -76,6 +76,13 @@ fn mesh(a: &Args) -> Result<(Mesh, String)> {
         Some(path) => {
             let m = parloop::mesh::gmsh::read_file(path)
                 .map_err(|e| parloop::Error::Usage(format!("--mesh: {e}")))?;
+            if !matches!(m.cell_type, CellType::Triangle | CellType::Tetrahedron) {
+                return Err(parloop::Error::Usage(format!(
+                    "--mesh: {} has {}: the wave runs on triangles (2-D) or tetrahedra (3-D)",
+                    path.display(),
+                    cells_called(m.cell_type)
+                )));
+            }
             Ok((m, path.display().to_string()))
         }
         None => Ok((unit_square(a.n), format!("{} x {} unit square", a.n, a.n))),

@@ -21,7 +21,7 @@ fn max_rel_diff(gpu: &[f32], reference: &[f64]) -> f64 {
 
 fn committed_cube() -> Mesh {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cube.msh");
-    gmsh::read_file(&path).unwrap()
+    gmsh::read_file(path).unwrap()
 }
 
 /// 200 steps equal the reference within 1e-5 (max norm, relative) on the committed cube
@@ -78,7 +78,7 @@ fn two_hundred_steps_on_tetrahedra_match_the_cpu_reference() {
 fn the_wave_refuses_other_cells() {
     let ctx = ctx_with(Config::from_env().unwrap());
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lshape.msh");
-    let lshape = gmsh::read_file(&path).unwrap();
+    let lshape = gmsh::read_file(path).unwrap();
     let msg = Wave::on_mesh(&ctx, lshape.clone(), 0.001)
         .err()
         .unwrap()

@@ -138,3 +138,26 @@ impl Mesh {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counter_clockwise_turns_only_clockwise_triangles() {
+        let mesh = Mesh {
+            coords: vec![
+                [0.0, 0.0, 0.0],
+                [1.0, 0.0, 0.0],
+                [0.0, 1.0, 0.0],
+                [1.0, 1.0, 0.0],
+            ],
+            cell_type: CellType::Triangle,
+            // Clockwise, then counter-clockwise.
+            cells: vec![0, 2, 1, 1, 3, 2],
+            facets: Vec::new(),
+            groups: Vec::new(),
+        };
+        assert_eq!(mesh.counter_clockwise().cells, [0, 1, 2, 1, 3, 2]);
+    }
+}

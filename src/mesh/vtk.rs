@@ -22,7 +22,14 @@ fn vtk_type(t: MeshCell) -> CellType {
 
 /// Writes `mesh` with vertex fields (one value per vertex each) as a `.vtu` file.
 pub fn write_vtu(path: &Path, mesh: &Mesh, fields: &[(&str, &[f32])]) -> std::io::Result<()> {
-    let points: Vec<f32> = mesh.coords.iter().flatten().map(|&c| c as f32).collect();
+    // A 2-D mesh is drawn in the plane its solver sees (z = 0), whatever z its file gave.
+    let flat = mesh.dim() == 2;
+    let points: Vec<f32> = mesh
+        .coords
+        .iter()
+        .flat_map(|c| [c[0], c[1], if flat { 0.0 } else { c[2] }])
+        .map(|c| c as f32)
+        .collect();
     let connectivity: Vec<u64> = mesh.cells.iter().map(|&v| v as u64).collect();
     let cell_type = vtk_type(mesh.cell_type);
     let per = mesh.cell_type.vertices();
