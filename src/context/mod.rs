@@ -20,6 +20,7 @@ use std::panic::Location;
 use std::rc::Rc;
 use validate::{describe_mask, values_for};
 
+mod arith;
 mod declare;
 mod dist;
 mod force;
