@@ -197,3 +197,32 @@ fn atomics_strategy_needs_float_atomics() {
         );
     }
 }
+
+/// Issue 28: a Const not declared yet, used by another function of a shared source, is named
+/// with the function that uses it and how to declare it.
+#[test]
+fn an_undeclared_const_names_the_function_that_uses_it_and_how_to_declare_it() {
+    let ctx = ctx();
+    let cells = Set::new("cells", 4);
+    let u = ctx.dat_zeros::<f32>("u", &cells, 1).unwrap();
+    let source = "fn geom(u: ptr<function, array<f32, 1>>) { (*u)[0] = 1.0; }\n\
+                  fn update(u: ptr<function, array<f32, 1>>) { (*u)[0] += dt; }\n";
+    let geom = Kernel::new("geom", source);
+    let (msg, line) = loop_err(&ctx, &geom, &cells, &[u.rw()]);
+    assert_names(
+        &msg,
+        "geom",
+        line,
+        None,
+        &[
+            "`dt` is not defined",
+            "function `update`",
+            "ctx.constant(\"dt\", value)",
+        ],
+    );
+    // Declared, the same source compiles.
+    ctx.constant("dt", 0.5f32).unwrap();
+    ctx.par_loop(&Kernel::new("update", source), &cells, &[u.rw()])
+        .unwrap();
+    assert_eq!(&*u.data_ro().unwrap(), &[0.5; 4]);
+}

@@ -230,8 +230,9 @@ impl Context {
             .check(&consts, &expected, self.0.engine.gpu.capabilities())
             .map_err(|p| match p {
                 KernelProblem::Wgsl { line, column, message } => Error::Kernel(format!(
-                    "{name}: kernel `{}` does not compile: line {line}, column {column} of the kernel: {message}",
-                    kernel.name()
+                    "{name}: kernel `{}` does not compile: line {line}, column {column} of the kernel: {message}{}",
+                    kernel.name(),
+                    undefined_hint(kernel.wgsl().unwrap_or(""), line as usize, &message, kernel.name())
                 )),
                 KernelProblem::NotFound { functions } => Error::Kernel(format!(
                     "{name}: no function named `{}` in the kernel's WGSL (functions found: {}); the \
@@ -303,4 +304,36 @@ pub(super) fn values_for(name: &str, set: &crate::data::Set, dim: usize) -> Resu
                 set.name()
             ))
         })
+}
+
+/// What to do about naga's "no definition in scope for identifier: `x`": say which function of
+/// the source uses `x` (the whole source is checked, whichever function the loop calls) and how
+/// a Const is declared. Empty for any other message.
+fn undefined_hint(src: &str, line: usize, message: &str, kernel: &str) -> String {
+    let Some(ident) = message
+        .split("no definition in scope for identifier: `")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+    else {
+        return String::new();
+    };
+    let function = src
+        .lines()
+        .take(line)
+        .filter_map(|l| l.trim_start().strip_prefix("fn "))
+        .last()
+        .and_then(|rest| rest.split('(').next())
+        .map(str::trim);
+    let used_in = match function {
+        Some(f) if f != kernel => format!(
+            " (it is used in function `{f}` of the same source, which is checked whole, \
+             whichever function the loop calls)"
+        ),
+        Some(f) => format!(" (it is used in function `{f}`)"),
+        None => String::new(),
+    };
+    format!(
+        "\n`{ident}` is not defined{used_in}: if it is a Const, declare it before recording \
+         the loop with `ctx.constant(\"{ident}\", value)`"
+    )
 }
