@@ -28,7 +28,9 @@
 //! ```
 
 use super::Mesh;
-use crate::{Context, Dat, Error, Map, Result, Scalar, Set};
+#[cfg(not(target_arch = "wasm32"))]
+use crate::{Context, Dat, Scalar};
+use crate::{Error, Map, Result, Set};
 
 /// A permutation of a set's elements: new element k is old element `order()[k]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
