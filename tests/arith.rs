@@ -135,4 +135,20 @@ fn mismatched_dats_are_an_error_naming_the_operation_and_both_dats() {
         "{e}"
     );
     assert!(ctx.dot(&x, &z).is_err());
+    let e = ctx.axpy(2.0, &x, &x).unwrap_err().to_string();
+    assert!(
+        e.contains("axpy: `x` is both") && e.contains("scale"),
+        "{e}"
+    );
+    assert!(
+        ctx.copy(&x, &x)
+            .unwrap_err()
+            .to_string()
+            .contains("copy: `x` is both")
+    );
+    // The same Dat twice is a dot product of a Dat with itself.
+    let one = ctx
+        .dat("one", &a, 2, &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0])
+        .unwrap();
+    assert_eq!(ctx.dot(&one, &one).unwrap().value().unwrap()[0], 204.0);
 }

@@ -220,6 +220,11 @@ fn an_undeclared_const_names_the_function_that_uses_it_and_how_to_declare_it() {
             "ctx.constant(\"dt\", value)",
         ],
     );
+    // After an attribute, on one line with other code, the function is still found.
+    let other = "fn geom(u: ptr<function, array<f32, 1>>) { (*u)[0] = 1.0; }\n\
+                 const K = 1.0; @must_use fn rate() -> f32 { return K * dt; }\n";
+    let (msg, _) = loop_err(&ctx, &Kernel::new("geom", other), &cells, &[u.rw()]);
+    assert!(msg.contains("function `rate`"), "{msg}");
     // Declared, the same source compiles.
     ctx.constant("dt", 0.5f32).unwrap();
     ctx.par_loop(&Kernel::new("update", source), &cells, &[u.rw()])

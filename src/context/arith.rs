@@ -145,6 +145,16 @@ impl Context {
 
 /// The dim two Dats share, or an error naming the operation and what differs.
 fn same_shape<T: Scalar>(op: &str, x: &Dat<T>, y: &Dat<T>) -> Result<usize> {
+    if op != "dot" && x.inner.id == y.inner.id {
+        let instead = match op {
+            "axpy" => "for y = y + alpha y use `scale(&y, 1 + alpha)`",
+            _ => "a Dat copied onto itself is unchanged: leave the call out",
+        };
+        return Err(Error::ParLoop(format!(
+            "{op}: `{}` is both the source and the target: {instead}",
+            x.name()
+        )));
+    }
     let same_set = |a: &Set, b: &Set| a.id() == b.id();
     if !same_set(x.set(), y.set()) || x.dim() != y.dim() {
         return Err(Error::ParLoop(format!(

@@ -317,13 +317,25 @@ fn undefined_hint(src: &str, line: usize, message: &str, kernel: &str) -> String
     else {
         return String::new();
     };
+    // The last `fn NAME` at or before the line (after attributes such as `@must_use`; line
+    // comments left out).
     let function = src
         .lines()
         .take(line)
-        .filter_map(|l| l.trim_start().strip_prefix("fn "))
-        .last()
-        .and_then(|rest| rest.split('(').next())
-        .map(str::trim);
+        .flat_map(|l| {
+            let code = l.split("//").next().unwrap_or("");
+            let words: Vec<&str> = code
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .filter(|w| !w.is_empty())
+                .collect();
+            let names: Vec<&str> = words
+                .windows(2)
+                .filter(|w| w[0] == "fn")
+                .map(|w| w[1])
+                .collect();
+            names
+        })
+        .last();
     let used_in = match function {
         Some(f) if f != kernel => format!(
             " (it is used in function `{f}` of the same source, which is checked whole, \
