@@ -52,6 +52,12 @@ fn chain_sums() -> Vec<f32> {
         .collect()
 }
 
+/// Each of this rank's cells' global number plus one (`set_data`'s order).
+fn global_ids_plus_one(cells: &parloop::Set) -> Vec<f32> {
+    let ids = cells.global_ids().unwrap();
+    ids.iter().map(|&g| g as f32 + 1.0).collect()
+}
+
 fn write_out(ctx: &Context, values: &[f32]) {
     if ctx.rank() == 0 {
         let out = std::env::var_os("MPI_TEST_OUT").unwrap();
@@ -70,12 +76,7 @@ fn exec_halo_worker() {
     let w = ctx.dat_zeros::<f32>("w", &nodes, 1).unwrap();
     // v = global cell number + 1, written directly; then read directly by a loop that
     // increments through the map (so it runs the exec halo, and needs v's halo).
-    let ids: Vec<f32> = cells
-        .global_ids()
-        .unwrap()
-        .iter()
-        .map(|&g| g as f32 + 1.0)
-        .collect();
+    let ids = global_ids_plus_one(&cells);
     let ids = ctx.dat("ids", &cells, 1, &ids).unwrap();
     let set_v = Kernel::new(
         "set_v",
@@ -400,12 +401,7 @@ fn global_max_worker() {
     let ctx = worker_ctx();
     let (part, cells, ..) = chain(&ctx);
     let cells = part.set(cells);
-    let ids: Vec<f32> = cells
-        .global_ids()
-        .unwrap()
-        .iter()
-        .map(|&g| g as f32 + 1.0)
-        .collect();
+    let ids = global_ids_plus_one(&cells);
     let v = ctx.dat("v", &cells, 1, &ids).unwrap();
     let g = ctx.global::<f32>("g", &[f32::NEG_INFINITY]).unwrap();
     let mx = Kernel::new(

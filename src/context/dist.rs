@@ -147,7 +147,7 @@ impl Context {
                 continue;
             }
             drop(st);
-            self.record_exchange(&d, site)?;
+            self.record_exchange(&d, site);
             wait = true;
         }
         // Reductions: an incremented Global is incremented from zero into a partial value of
@@ -183,15 +183,15 @@ impl Context {
         // trace's length decides where the trace bound forces, which every rank must share.
         // Eager mode runs the exchange and the loop at once: nothing to overlap.
         if wait && !self_reading && self.0.config.lazy {
-            self.record(kernel, IterSpace::Core(set.clone()), &args, site)?;
-            self.record(kernel, IterSpace::Owned(set, exec), &args, site)?;
+            self.record(kernel, IterSpace::Core(set.clone()), &args, site);
+            self.record(kernel, IterSpace::Owned(set, exec), &args, site);
         } else {
             let space = if exec {
                 IterSpace::WithExecHalo(set)
             } else {
                 IterSpace::Set(set)
             };
-            self.record(kernel, space, &args, site)?;
+            self.record(kernel, space, &args, site);
         }
         for a in args
             .iter()
@@ -213,7 +213,7 @@ impl Context {
                 at: at(seq, begin, net.clone()),
                 local: local2,
                 access,
-            })?;
+            });
             let mut writes = AccessSet::of(global.id, section::ALL);
             if access == Access::Inc {
                 net.add(local.id, section::ALL);
@@ -225,13 +225,13 @@ impl Context {
                 global,
                 local,
                 access,
-            })?;
+            });
         }
         Ok(())
     }
 
     /// Records HaloSend(d) (a loop packing the values neighbours need) and HaloRecv(d).
-    fn record_exchange(&self, d: &Rc<DataInner>, site: &'static Location<'static>) -> Result<()> {
+    fn record_exchange(&self, d: &Rc<DataInner>, site: &'static Location<'static>) {
         let set = d.set.clone().expect("Dats have a set");
         let halo = set.halo().cloned().expect("a distributed set");
         let (space, map, kernel) = self.packer(d, &set, &halo);
@@ -252,21 +252,18 @@ impl Context {
                 dat: d.clone(),
                 packed,
             }
-        })?;
-        self.push(|seq| {
-            d.state.halo_exchange_recorded(seq);
-            Computation::HaloRecv {
-                at: Footprint {
-                    seq,
-                    site,
-                    reads: AccessSet::of(d.id, section::NET),
-                    writes: AccessSet::of(d.id, section::EXEC_HALO | section::NONEXEC_HALO),
-                },
-                dat: d.clone(),
-                send,
-            }
-        })?;
-        Ok(())
+        });
+        let recv = self.push(|seq| Computation::HaloRecv {
+            at: Footprint {
+                seq,
+                site,
+                reads: AccessSet::of(d.id, section::NET),
+                writes: AccessSet::of(d.id, section::EXEC_HALO | section::NONEXEC_HALO),
+            },
+            dat: d.clone(),
+            send,
+        });
+        d.state.halo_exchange_recorded(recv);
     }
 
     /// The send-list set of `d`'s set, its map and the kernel that packs through it (made

@@ -361,31 +361,29 @@ impl Context {
         self.check_loop(kernel, &space, args, site)?;
         match self.distributed_space(kernel, &space, args, site)? {
             Some(part) => self.record_distributed(kernel, part, args, site)?,
-            None => {
-                self.record(kernel, space, args, site)?;
-            }
+            None => self.record(kernel, space, args, site),
         }
         self.run_due()
     }
 
-    /// Records a checked loop; returns the loop's space.
+    /// Records a checked loop.
     fn record(
         &self,
         kernel: &Kernel,
         space: IterSpace,
         args: &[Arg],
         site: &'static Location<'static>,
-    ) -> Result<IterSpace> {
+    ) {
         let (reads, writes) = LoopRecord::access_sets(&space, args);
-        let at = |seq| Footprint {
-            seq,
-            site,
-            reads,
-            writes,
-        };
-        let lp = |seq| self.loop_record(at(seq), kernel, space.clone(), args);
-        self.push(|seq| Computation::Loop(lp(seq)))?;
-        Ok(space)
+        self.push(|seq| {
+            let at = Footprint {
+                seq,
+                site,
+                reads,
+                writes,
+            };
+            Computation::Loop(self.loop_record(at, kernel, space, args))
+        });
     }
 
     /// A loop to record: the kernel with the Consts it uses as they are now.
@@ -414,11 +412,11 @@ impl Context {
 
     /// Appends the computation `make` gives for the next seq to the trace; returns its seq.
     /// Nothing runs until the par_loop has recorded all its computations ([`Self::run_due`]).
-    fn push(&self, make: impl FnOnce(u64) -> Computation) -> Result<u64> {
+    fn push(&self, make: impl FnOnce(u64) -> Computation) -> u64 {
         let mut t = self.0.sched.trace.borrow_mut();
         let seq = t.next_seq();
         t.record(Rc::new(make(seq)));
-        Ok(seq)
+        seq
     }
 
     /// After a par_loop's computations are recorded (the loop or its parts, with the

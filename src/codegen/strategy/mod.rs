@@ -104,8 +104,7 @@ pub fn choose(req: &Request, racing: &[DType]) -> Result<Schedule, String> {
 /// without float atomics and for f64, one-level colouring, which measured fastest there
 /// (BENCHMARKS.md) and is deterministic.
 fn auto(req: &Request, racing: &[DType]) -> Schedule {
-    let f64 = racing.contains(&DType::F64);
-    if req.float_atomics && !req.cpu_adapter && !f64 {
+    if req.float_atomics && !req.cpu_adapter && !has_f64(racing) {
         Schedule::Atomics
     } else {
         Schedule::GlobalColour
@@ -135,7 +134,8 @@ impl Schedule {
     /// Whether the schedule can run racing arguments of types `racing` on this adapter.
     fn legal(&self, req: &Request, racing: &[DType]) -> Result<(), String> {
         match self {
-            Schedule::Direct => direct::legal(racing),
+            // Only groups where nothing races get it (`choose`).
+            Schedule::Direct => Ok(()),
             Schedule::Atomics => atomics::legal(req, racing),
             Schedule::Cas => cas::legal(racing),
             Schedule::GlobalColour => global_colour::legal(),
