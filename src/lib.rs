@@ -41,7 +41,7 @@ pub use error::{Error, Result};
 pub use kernel::{HostArgs, Kernel};
 pub use runtime::device::report as adapter_report;
 pub use runtime::{Gpu, KernelTime, Stats};
-pub use types::{Access, DType, Scalar};
+pub use types::{Access, DType, Real, Scalar};
 
 /// The README's example, compiled and run as a doctest.
 #[doc = include_str!("../README.md")]

@@ -54,6 +54,21 @@ impl Scalar for f32 {
 impl Scalar for f64 {
     const DTYPE: DType = DType::F64;
 }
+/// A floating-point [`Scalar`] (f32 or f64): the type of mesh geometry.
+pub trait Real: Scalar {
+    /// The nearest value of this type.
+    fn from_f64(x: f64) -> Self;
+}
+impl Real for f32 {
+    fn from_f64(x: f64) -> f32 {
+        x as f32
+    }
+}
+impl Real for f64 {
+    fn from_f64(x: f64) -> f64 {
+        x
+    }
+}
 impl Scalar for u32 {
     const DTYPE: DType = DType::U32;
 }

@@ -289,8 +289,8 @@ proptest! {
 fn the_mesh_as_parloop_data() {
     let ctx = parloop::Context::new().unwrap();
     for (_, m) in committed() {
-        let t = Topology::new(m.cell_type, &m.cells).unwrap();
-        let d = MeshData::new(&ctx, &m, &t).unwrap();
+        let d = MeshData::new(&ctx, &m).unwrap();
+        let t = &d.topology;
         assert_eq!(d.cells.size(), m.ncells());
         assert_eq!(d.facets.size() + d.boundary.size(), t.nfacets());
         assert_eq!(d.boundary.size(), t.boundary().len());

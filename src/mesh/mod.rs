@@ -9,8 +9,10 @@
 //! Owns: host-side mesh arrays. Must never: run par_loops (the apps do).
 
 pub mod airfoil;
+pub mod geometry;
 pub mod gmsh;
 mod neutral;
+mod orient;
 pub mod renumber;
 pub(crate) mod spline;
 pub mod topology;

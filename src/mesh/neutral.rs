@@ -118,46 +118,4 @@ impl Mesh {
     pub fn group(&self, name: &str) -> Option<&Group> {
         self.groups.iter().find(|g| g.name == name)
     }
-    /// The mesh with each clockwise triangle (in x and y) turned counter-clockwise by swapping
-    /// its last two vertices; a mesh of other cells, and a triangle naming a vertex the mesh
-    /// does not have, are left as they are.
-    pub fn counter_clockwise(mut self) -> Mesh {
-        if self.cell_type != CellType::Triangle {
-            return self;
-        }
-        for cell in self.cells.chunks_exact_mut(3) {
-            let at = |k: usize| self.coords.get(cell[k] as usize);
-            let (Some(p), Some(q), Some(r)) = (at(0), at(1), at(2)) else {
-                continue;
-            };
-            let det = (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0]);
-            if det < 0.0 {
-                cell.swap(1, 2);
-            }
-        }
-        self
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counter_clockwise_turns_only_clockwise_triangles() {
-        let mesh = Mesh {
-            coords: vec![
-                [0.0, 0.0, 0.0],
-                [1.0, 0.0, 0.0],
-                [0.0, 1.0, 0.0],
-                [1.0, 1.0, 0.0],
-            ],
-            cell_type: CellType::Triangle,
-            // Clockwise, then counter-clockwise.
-            cells: vec![0, 2, 1, 1, 3, 2],
-            facets: Vec::new(),
-            groups: Vec::new(),
-        };
-        assert_eq!(mesh.counter_clockwise().cells, [0, 1, 2, 1, 3, 2]);
-    }
 }

@@ -256,8 +256,14 @@ impl Topology {
     }
 }
 
-/// A mesh from a file as parloop data, in OP2's layout: interior facets (two cells) and
-/// boundary facets (one cell) are separate sets, as Airfoil's edges and boundary edges are.
+/// A mesh as parloop data, in OP2's layout: interior facets (two cells) and boundary facets
+/// (one cell) are separate sets, as Airfoil's edges and boundary edges are.
+///
+/// The cells are positively oriented first ([`Mesh::orient`]: counter-clockwise in 2-D,
+/// positive volume in 3-D; `turned` lists the cells whose vertex order was reversed), so the
+/// facet convention holds on every mesh: an interior facet's vertices are ordered outward from
+/// its first cell (its normal points from `facet_cells` index 0 to index 1), and a boundary
+/// facet's outward from its cell.
 pub struct MeshData {
     /// The mesh's vertices.
     pub vertices: crate::Set,
@@ -267,28 +273,46 @@ pub struct MeshData {
     pub facets: crate::Set,
     /// Facets on the boundary.
     pub boundary: crate::Set,
-    /// Cell -> its vertices (Gmsh's order).
+    /// Cell -> its vertices (Gmsh's order, positively oriented).
     pub cell_vertices: crate::Map,
-    /// Interior facet -> its two cells.
+    /// Interior facet -> its two cells (the normal points from the first to the second).
     pub facet_cells: crate::Map,
-    /// Interior facet -> its vertices.
+    /// Interior facet -> its vertices (ordered outward from its first cell).
     pub facet_vertices: crate::Map,
     /// Boundary facet -> its cell.
     pub boundary_cell: crate::Map,
-    /// Boundary facet -> its vertices (oriented outward).
+    /// Boundary facet -> its vertices (ordered outward).
     pub boundary_vertices: crate::Map,
     /// Vertex coordinates (dim: the mesh's dimension), in f32.
     pub coords: crate::Dat<f32>,
     /// Physical groups: a Subset of the cells, the interior facets or the boundary facets,
     /// named as in the file (a group of facets on both sides of the boundary gives two).
     pub groups: Vec<crate::Subset>,
+    /// The cells whose vertex order was reversed to orient them, ascending.
+    pub turned: Vec<u32>,
+    /// The facets and edges (of the oriented cells); `interior` and `boundary_facets` give
+    /// each set's element as a facet of it.
+    pub topology: Topology,
+    /// Interior facet k is `topology`'s facet `interior[k]`.
+    pub interior: Vec<u32>,
+    /// Boundary facet k is `topology`'s facet `boundary_facets[k]`.
+    pub boundary_facets: Vec<u32>,
+    /// The cells' type.
+    pub cell_type: CellType,
+    /// Vertex coordinates in f64 (the mesh's), for geometry in either precision.
+    pub(super) coords64: Vec<[f64; 3]>,
 }
 
 impl MeshData {
-    /// The mesh `m` (with its topology `t`) as Sets, Maps, a coordinates Dat and Subsets on
-    /// `ctx`. A tagged facet the mesh does not have is an error naming its group.
-    pub fn new(ctx: &crate::Context, m: &Mesh, t: &Topology) -> crate::Result<MeshData> {
+    /// The mesh `m` as Sets, Maps, a coordinates Dat and Subsets on `ctx`, its cells oriented
+    /// first. A degenerate cell (measure 0), a non-manifold facet and a tagged facet the mesh
+    /// does not have are errors naming them.
+    pub fn new(ctx: &crate::Context, m: &Mesh) -> crate::Result<MeshData> {
         use crate::{Map, Set, Subset};
+        let mut oriented = m.clone();
+        let turned = oriented.orient()?;
+        let m = &oriented;
+        let t = Topology::new(m.cell_type, &m.cells)?;
         let vertices = Set::new("vertices", m.nvertices());
         let cells = Set::new("cells", m.ncells());
         let (mut interior, mut bnd) = (Vec::new(), Vec::new());
@@ -358,7 +382,15 @@ impl MeshData {
                 groups.push(Subset::new(g.name.clone(), &facets, &on_i)?);
             }
         }
+        let interior = interior.iter().map(|&f| f as u32).collect();
+        let boundary_facets = bnd.iter().map(|&f| f as u32).collect();
         Ok(MeshData {
+            turned,
+            topology: t,
+            interior,
+            boundary_facets,
+            cell_type: m.cell_type,
+            coords64: oriented.coords,
             vertices,
             cells,
             facets,

@@ -45,11 +45,12 @@ fn check_cells(t: CellType) -> Result<()> {
     }
 }
 
-/// The mesh as the wave runs it: triangles turned counter-clockwise, tetrahedra as they are;
-/// other cells refused.
-fn prepared(mesh: Mesh) -> Result<Mesh> {
+/// The mesh as the wave runs it: cells positively oriented ([`Mesh::orient`]); other cells
+/// than triangles and tetrahedra refused.
+fn prepared(mut mesh: Mesh) -> Result<Mesh> {
     check_cells(mesh.cell_type)?;
-    Ok(mesh.counter_clockwise())
+    mesh.orient()?;
+    Ok(mesh)
 }
 
 /// p at t = 0 on every vertex of `mesh` (2-D or 3-D by its cells).

@@ -90,7 +90,8 @@ impl State {
             )));
         }
         Ok(if m.cell_type == CellType::Triangle {
-            let m = m.clone().counter_clockwise();
+            let mut m = m.clone();
+            m.orient()?;
             let geo = m
                 .cells
                 .chunks_exact(3)
