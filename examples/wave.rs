@@ -13,7 +13,10 @@
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use parloop::apps::wave::{Wave, reference};
-use parloop::mesh::{CellType, Mesh, unit_square, vtk::Series};
+use parloop::mesh::{
+    CellType, Mesh, unit_square,
+    vtk::{Field, Series},
+};
 use parloop::{Config, Context, Result};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -155,8 +158,12 @@ fn run(a: Args) -> Result<()> {
         if let (Some((p_out, phi_out)), Some(p), Some(phi)) = (series.as_mut(), p, phi) {
             let t = step as f64 * a.dt;
             let io = |e: std::io::Error| parloop::Error::Usage(format!("writing frames: {e}"));
-            p_out.write(t, &w.mesh, &[("p", &p)]).map_err(io)?;
-            phi_out.write(t, &w.mesh, &[("phi", &phi)]).map_err(io)?;
+            p_out
+                .write(t, &w.mesh, &[Field::vertices("p", &p)])
+                .map_err(io)?;
+            phi_out
+                .write(t, &w.mesh, &[Field::vertices("phi", &phi)])
+                .map_err(io)?;
         }
         Ok(())
     };

@@ -98,7 +98,11 @@ fn vtk_output_parses_back() {
     for frame in 0..3 {
         let p = w.p.data_ro().unwrap().to_vec();
         series
-            .write(frame as f64 * 0.01, &w.mesh, &[("p", &p)])
+            .write(
+                frame as f64 * 0.01,
+                &w.mesh,
+                &[vtk::Field::vertices("p", &p)],
+            )
             .unwrap();
         for _ in 0..10 {
             w.step().unwrap();

@@ -107,7 +107,9 @@ fn vtk_frames_of_tetrahedra_parse_back() {
     let dir = std::env::temp_dir().join(format!("parloop-vtk3-{}", std::process::id()));
     let mut series = vtk::Series::new(&dir, "p").unwrap();
     let p = w.p.data_ro().unwrap().to_vec();
-    series.write(0.001, &w.mesh, &[("p", &p)]).unwrap();
+    series
+        .write(0.001, &w.mesh, &[vtk::Field::vertices("p", &p)])
+        .unwrap();
     let vtk = vtkio::Vtk::import(dir.join("p_000000.vtu")).unwrap();
     let vtkio::model::DataSet::UnstructuredGrid { pieces, .. } = vtk.data else {
         panic!("not an unstructured grid")

@@ -1,13 +1,110 @@
-//! ParaView output: a [`Mesh`] with vertex fields as one VTK XML unstructured grid (`.vtu`,
-//! written with vtkio) per frame, and a `.pvd` collection listing the frames with their times.
+//! ParaView output: a [`Mesh`] with fields on its vertices or cells (scalars, vectors, any
+//! number of components; f32 or f64) as one VTK XML unstructured grid (`.vtu`, written with
+//! vtkio) per frame, and a `.pvd` collection listing the frames with their times.
 
 use super::{CellType as MeshCell, Mesh};
+use crate::{DType, Real};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use vtkio::IOBuffer;
 use vtkio::model::{
-    Attribute, Attributes, ByteOrder, CellType, Cells, DataArray, DataSet, UnstructuredGridPiece,
-    Version, VertexNumbers, Vtk,
+    Attribute, Attributes, ByteOrder, CellType, Cells, DataArray, DataSet, ElementType,
+    UnstructuredGridPiece, Version, VertexNumbers, Vtk,
 };
+
+/// Where a field's values live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum On {
+    /// One value (of `dim` components) per vertex: ParaView's point data.
+    Vertices,
+    /// One value per cell: ParaView's cell data.
+    Cells,
+}
+
+/// A field to write: a name, where it lives, and its values (a Dat's `data_ro()` on the
+/// mesh's vertices or cells). The number of components is the values' length over the number
+/// of vertices or cells: 1 is a scalar; 2 is a 2-D vector, written with z = 0 so that ParaView
+/// draws it (glyphs, stream lines); 3 a vector; any other number an array of components.
+#[derive(Clone, Copy, Debug)]
+pub struct Field<'a> {
+    name: &'a str,
+    on: On,
+    values: Values<'a>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Values<'a> {
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+}
+
+impl<'a> Field<'a> {
+    /// A field on the mesh's vertices.
+    pub fn vertices<T: Real>(name: &'a str, values: &'a [T]) -> Field<'a> {
+        Field::new(name, On::Vertices, values)
+    }
+    /// A field on the mesh's cells.
+    pub fn cells<T: Real>(name: &'a str, values: &'a [T]) -> Field<'a> {
+        Field::new(name, On::Cells, values)
+    }
+    fn new<T: Real>(name: &'a str, on: On, values: &'a [T]) -> Field<'a> {
+        let values = match T::DTYPE {
+            DType::F64 => Values::F64(bytemuck::cast_slice(values)),
+            DType::F32 | DType::U32 | DType::I32 => Values::F32(bytemuck::cast_slice(values)),
+        };
+        Field { name, on, values }
+    }
+    fn len(&self) -> usize {
+        match self.values {
+            Values::F32(v) => v.len(),
+            Values::F64(v) => v.len(),
+        }
+    }
+    /// The VTK array, 2-D vectors padded to 3 components; an error naming the field if its
+    /// length is not a whole number of values per vertex or cell.
+    fn attribute(&self, count: usize) -> std::io::Result<Attribute> {
+        let (what, len) = match self.on {
+            On::Vertices => ("vertices", self.len()),
+            On::Cells => ("cells", self.len()),
+        };
+        if count == 0 || len == 0 || !len.is_multiple_of(count) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "field `{}` has {len} values, but the mesh has {count} {what}: a field on \
+                     {what} has one value (or one per component) for each",
+                    self.name
+                ),
+            ));
+        }
+        let dim = len / count;
+        fn pad<T: Copy + Default>(v: &[T], dim: usize) -> Vec<T> {
+            if dim != 2 {
+                return v.to_vec();
+            }
+            v.chunks_exact(2)
+                .flat_map(|p| [p[0], p[1], T::default()])
+                .collect()
+        }
+        let data: IOBuffer = match self.values {
+            Values::F32(v) => pad(v, dim).into(),
+            Values::F64(v) => pad(v, dim).into(),
+        };
+        let elem = match dim {
+            1 => ElementType::Scalars {
+                num_comp: 1,
+                lookup_table: None,
+            },
+            2 | 3 => ElementType::Vectors,
+            n => ElementType::Generic(n as u32),
+        };
+        Ok(Attribute::DataArray(DataArray {
+            name: self.name.to_string(),
+            elem,
+            data,
+        }))
+    }
+}
 
 /// A cell type's VTK type: first-order triangles, quadrilaterals, tetrahedra and hexahedra
 /// have the same vertex order in Gmsh (so in [`Mesh`]) and VTK.
@@ -20,8 +117,10 @@ fn vtk_type(t: MeshCell) -> CellType {
     }
 }
 
-/// Writes `mesh` with vertex fields (one value per vertex each) as a `.vtu` file.
-pub fn write_vtu(path: &Path, mesh: &Mesh, fields: &[(&str, &[f32])]) -> std::io::Result<()> {
+/// Writes `mesh` with `fields` as a `.vtu` file. A field whose length is not a whole number
+/// of values per vertex or cell is an error naming it, and nothing is written.
+pub fn write_vtu(path: impl AsRef<Path>, mesh: &Mesh, fields: &[Field]) -> std::io::Result<()> {
+    let path = path.as_ref();
     // A 2-D mesh is drawn in the plane its solver sees (z = 0), whatever z its file gave.
     let flat = mesh.dim() == 2;
     let points: Vec<f32> = mesh
@@ -35,12 +134,13 @@ pub fn write_vtu(path: &Path, mesh: &Mesh, fields: &[(&str, &[f32])]) -> std::io
     let per = mesh.cell_type.vertices();
     let ncells = connectivity.len() / per;
     let offsets: Vec<u64> = (1..=ncells as u64).map(|k| per as u64 * k).collect();
-    let point = fields
-        .iter()
-        .map(|(name, values)| {
-            Attribute::DataArray(DataArray::scalars(*name, 1).with_data(values.to_vec()))
-        })
-        .collect();
+    let (mut point, mut cell) = (Vec::new(), Vec::new());
+    for f in fields {
+        match f.on {
+            On::Vertices => point.push(f.attribute(mesh.nvertices())?),
+            On::Cells => cell.push(f.attribute(ncells)?),
+        }
+    }
     let vtk = Vtk {
         version: Version::new_xml(1, 0),
         title: String::new(),
@@ -55,10 +155,7 @@ pub fn write_vtu(path: &Path, mesh: &Mesh, fields: &[(&str, &[f32])]) -> std::io
                 },
                 types: vec![cell_type; ncells],
             },
-            data: Attributes {
-                point,
-                cell: vec![],
-            },
+            data: Attributes { point, cell },
         }),
     };
     vtk.export(path)
@@ -74,7 +171,8 @@ pub struct Series {
 
 impl Series {
     /// A series written into `dir` (created if missing) as `<stem>.pvd` and its frames.
-    pub fn new(dir: &Path, stem: &str) -> std::io::Result<Series> {
+    pub fn new(dir: impl AsRef<Path>, stem: &str) -> std::io::Result<Series> {
+        let dir = dir.as_ref();
         std::fs::create_dir_all(dir)?;
         Ok(Series {
             dir: dir.to_path_buf(),
@@ -84,12 +182,7 @@ impl Series {
     }
 
     /// Writes one frame at `time` and rewrites the collection.
-    pub fn write(
-        &mut self,
-        time: f64,
-        mesh: &Mesh,
-        fields: &[(&str, &[f32])],
-    ) -> std::io::Result<()> {
+    pub fn write(&mut self, time: f64, mesh: &Mesh, fields: &[Field]) -> std::io::Result<()> {
         let file = format!("{}_{:06}.vtu", self.stem, self.frames.len());
         write_vtu(&self.dir.join(&file), mesh, fields)?;
         self.frames.push((time, file));

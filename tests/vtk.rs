@@ -1,0 +1,222 @@
+//! ParaView output read back by a reader independent of the writer (quick-xml and base64, not
+//! vtkio): cell and vertex fields, scalars and vectors (2-D ones padded with z = 0), f32 and
+//! f64, in a `.vtu` and in a series; a field of the wrong length is refused naming it.
+
+use base64::Engine as _;
+use parloop::mesh::vtk::{Field, Series, write_vtu};
+use parloop::mesh::{CellType, Mesh, gmsh, unit_cube_tets};
+use quick_xml::events::Event;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// One DataArray: its type, components and values (as f64).
+#[derive(Debug)]
+struct Array {
+    ty: String,
+    comps: usize,
+    values: Vec<f64>,
+}
+
+/// What the reader finds in a `.vtu`.
+#[derive(Debug, Default)]
+struct Vtu {
+    points: usize,
+    cells: usize,
+    point: BTreeMap<String, Array>,
+    cell: BTreeMap<String, Array>,
+    connectivity: Vec<f64>,
+    types: Vec<f64>,
+}
+
+/// Decodes a binary DataArray: base64 of a UInt64 byte count, then the values.
+fn decode(ty: &str, text: &str) -> Vec<f64> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .expect("base64");
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let data = &bytes[8..8 + n];
+    match ty {
+        "Float32" => data
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes(b.try_into().unwrap()) as f64)
+            .collect(),
+        "Float64" => data
+            .chunks_exact(8)
+            .map(|b| f64::from_le_bytes(b.try_into().unwrap()))
+            .collect(),
+        "UInt64" => data
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap()) as f64)
+            .collect(),
+        "UInt8" => data.iter().map(|&b| b as f64).collect(),
+        other => panic!("unexpected type {other}"),
+    }
+}
+
+fn read_vtu(path: &Path) -> Vtu {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut reader = quick_xml::Reader::from_str(&text);
+    let mut out = Vtu::default();
+    let (mut section, mut array): (String, Option<(String, String, usize)>) = (String::new(), None);
+    loop {
+        match reader.read_event().unwrap() {
+            Event::Start(e) => {
+                let attr = |k: &str| {
+                    e.attributes()
+                        .flatten()
+                        .find(|a| a.key.as_ref() == k.as_bytes())
+                        .map(|a| String::from_utf8(a.value.to_vec()).unwrap())
+                };
+                match e.name().as_ref() {
+                    b"VTKFile" => assert_eq!(attr("header_type").as_deref(), Some("UInt64")),
+                    b"Piece" => {
+                        out.points = attr("NumberOfPoints").unwrap().parse().unwrap();
+                        out.cells = attr("NumberOfCells").unwrap().parse().unwrap();
+                    }
+                    b"PointData" | b"CellData" | b"Points" | b"Cells" => {
+                        section = String::from_utf8(e.name().as_ref().to_vec()).unwrap();
+                    }
+                    b"DataArray" => {
+                        assert_eq!(attr("format").as_deref(), Some("binary"));
+                        let comps = attr("NumberOfComponents").map_or(1, |c| c.parse().unwrap());
+                        array = Some((attr("Name").unwrap(), attr("type").unwrap(), comps));
+                    }
+                    _ => {}
+                }
+            }
+            Event::Text(t) => {
+                if let Some((name, ty, comps)) = array.take() {
+                    let values = decode(&ty, &t.unescape().unwrap());
+                    match (section.as_str(), name.as_str()) {
+                        ("PointData", _) => {
+                            drop(out.point.insert(name, Array { ty, comps, values }))
+                        }
+                        ("CellData", _) => drop(out.cell.insert(name, Array { ty, comps, values })),
+                        ("Cells", "connectivity") => out.connectivity = values,
+                        ("Cells", "types") => out.types = values,
+                        _ => {}
+                    }
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    out
+}
+
+fn channel() -> Mesh {
+    gmsh::read_file(concat!(env!("CARGO_MANIFEST_DIR"), "/data/channel.msh")).unwrap()
+}
+
+fn temp(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("parloop-vtk-{name}-{}", std::process::id()))
+}
+
+#[test]
+fn cell_and_vertex_fields_read_back() {
+    let mesh = channel();
+    let (nc, nv) = (mesh.ncells(), mesh.nvertices());
+    // Values f32 rounding would change, to see f64 kept as f64.
+    let density: Vec<f64> = (0..nc).map(|c| 1.0 + c as f64 * 1e-10).collect();
+    let velocity: Vec<f32> = (0..2 * nc).map(|k| k as f32 * 0.5).collect();
+    let height: Vec<f32> = mesh.coords.iter().map(|x| (x[0] * x[1]) as f32).collect();
+    let path = temp("fields").with_extension("vtu");
+    write_vtu(
+        &path,
+        &mesh,
+        &[
+            Field::cells("density", &density),
+            Field::cells("velocity", &velocity),
+            Field::vertices("height", &height),
+        ],
+    )
+    .unwrap();
+    let got = read_vtu(&path);
+    std::fs::remove_file(&path).ok();
+    assert_eq!((got.points, got.cells), (nv, nc));
+    assert_eq!(got.types, vec![5.0; nc], "VTK triangles");
+    let cells: Vec<f64> = mesh.cells.iter().map(|&v| v as f64).collect();
+    assert_eq!(got.connectivity, cells);
+    let d = &got.cell["density"];
+    assert_eq!((d.ty.as_str(), d.comps), ("Float64", 1));
+    assert_eq!(d.values, density);
+    let u = &got.cell["velocity"];
+    assert_eq!((u.ty.as_str(), u.comps), ("Float32", 3));
+    let padded: Vec<f64> = velocity
+        .chunks(2)
+        .flat_map(|p| [p[0] as f64, p[1] as f64, 0.0])
+        .collect();
+    assert_eq!(u.values, padded);
+    let h = &got.point["height"];
+    assert_eq!((h.ty.as_str(), h.comps), ("Float32", 1));
+    assert_eq!(
+        h.values,
+        height.iter().map(|&v| v as f64).collect::<Vec<_>>()
+    );
+    assert!(got.point.len() == 1 && got.cell.len() == 2);
+}
+
+#[test]
+fn a_series_of_3_d_frames_with_vectors_and_many_components() {
+    let mesh = unit_cube_tets(2);
+    assert_eq!(mesh.cell_type, CellType::Tetrahedron);
+    let dir = temp("series");
+    let mut series = Series::new(&dir, "flow").unwrap();
+    for frame in 0..2 {
+        let v: Vec<f64> = (0..3 * mesh.nvertices())
+            .map(|k| (k + frame) as f64)
+            .collect();
+        let stress: Vec<f32> = (0..6 * mesh.ncells())
+            .map(|k| (k * (frame + 1)) as f32)
+            .collect();
+        series
+            .write(
+                frame as f64 * 0.5,
+                &mesh,
+                &[Field::vertices("v", &v), Field::cells("stress", &stress)],
+            )
+            .unwrap();
+    }
+    let pvd = std::fs::read_to_string(series.pvd_path()).unwrap();
+    assert!(
+        pvd.contains("timestep=\"0.5\"") && pvd.contains("file=\"flow_000001.vtu\""),
+        "{pvd}"
+    );
+    let got = read_vtu(&dir.join("flow_000001.vtu"));
+    std::fs::remove_dir_all(&dir).ok();
+    let v = &got.point["v"];
+    assert_eq!(v.comps, 3);
+    assert_eq!(
+        v.values,
+        (0..3 * mesh.nvertices())
+            .map(|k| (k + 1) as f64)
+            .collect::<Vec<_>>()
+    );
+    let s = &got.cell["stress"];
+    assert_eq!(s.comps, 6);
+    assert_eq!(
+        s.values,
+        (0..6 * mesh.ncells())
+            .map(|k| (2 * k) as f64)
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_field_of_the_wrong_length_is_refused_naming_it() {
+    let mesh = channel();
+    let short = vec![0.0f32; mesh.ncells() + 1];
+    let path = temp("wrong").with_extension("vtu");
+    let e = write_vtu(&path, &mesh, &[Field::cells("density", &short)]).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&format!(
+            "field `density` has {} values, but the mesh has {} cells",
+            mesh.ncells() + 1,
+            mesh.ncells()
+        )),
+        "{msg}"
+    );
+    assert!(!path.exists(), "nothing written");
+}
