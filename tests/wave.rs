@@ -161,3 +161,52 @@ fn the_wave_step_fuses_into_the_minimal_number_of_groups() {
         assert_eq!(ctx.stats().last_dispatches, groups, "{explain}");
     }
 }
+
+/// explain() after a force of 18 steps (90 loops) fits on a screen: the repeated groups once
+/// with their count, each reason for a cut once; explain_detail() lists every group and cut.
+#[test]
+fn explain_of_a_long_force_fits_on_a_screen() {
+    let ctx = ctx_with(Config::from_env().unwrap());
+    let mut w = Wave::new(&ctx, 10, 0.001).unwrap();
+    ctx.flush().unwrap();
+    for _ in 0..18 {
+        w.step().unwrap();
+    }
+    ctx.flush().unwrap();
+    let (summary, detail) = (ctx.explain(), ctx.explain_detail());
+    assert!(summary.starts_with("90 loops in 37 groups"), "{summary}");
+    assert!(
+        summary.lines().count() <= 16,
+        "{} lines:\n{summary}",
+        summary.lines().count()
+    );
+    assert!(
+        summary.contains("groups 2 to 35: 17 times the 2 groups"),
+        "{summary}"
+    );
+    let cut_lines: Vec<&str> = summary.lines().filter(|l| l.contains("cut ")).collect();
+    assert!(
+        cut_lines
+            .iter()
+            .any(|l| l.starts_with("  cut 18 times (first between group 1 and group 2)")),
+        "{summary}"
+    );
+    let reasons: std::collections::BTreeSet<&str> = cut_lines
+        .iter()
+        .map(|l| l.split_once(": ").unwrap().1)
+        .collect();
+    assert_eq!(
+        reasons.len(),
+        cut_lines.len(),
+        "each reason once:\n{summary}"
+    );
+    assert_eq!(
+        detail.lines().filter(|l| l.starts_with("  group ")).count(),
+        37
+    );
+    assert!(
+        detail.contains("cut between group 36 and group 37"),
+        "{detail}"
+    );
+    assert!(detail.lines().count() > 70, "{detail}");
+}

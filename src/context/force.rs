@@ -115,7 +115,8 @@ impl Context {
         if !loops.is_empty() {
             let st = self.0.engine.rt.borrow();
             let dispatches = st.stats.last_dispatches;
-            let mut text = format!("{explain}  dispatches: {dispatches}\n");
+            let mut text = explain;
+            text.line(&format!("  dispatches: {dispatches}"));
             if self.ranks() > 1 {
                 let (skipped, merged) = self.0.dist().halo_counts.get();
                 let now = (
@@ -123,25 +124,23 @@ impl Context {
                     st.stats.halo_exchanges_merged,
                 );
                 self.0.dist().halo_counts.set(now);
-                let _ = writeln!(
-                    text,
+                text.line(&format!(
                     "  halo exchanges not recorded since the last force: {} because the halo \
                      was current (early halo skip), {} because an exchange of the Dat was still \
                      in the trace with no write since (successive exchanges)",
                     now.0 - skipped,
                     now.1 - merged
-                );
+                ));
             }
             // Seed 001's lazy malloc/free: the buffers of dropped temporaries go back to the
             // pool at each force, and new temporaries take them from there.
-            let _ = writeln!(
-                text,
+            text.line(&format!(
                 "  memory: {} buffers reused from the pool, {} bytes newly allocated, {} bytes \
                  held on the device",
                 st.stats.pool_reuses - before.pool_reuses,
                 st.stats.bytes_allocated - before.bytes_allocated,
                 st.device_bytes()
-            );
+            ));
             *self.0.sched.explain.borrow_mut() = text;
         }
         if collective {
@@ -165,7 +164,7 @@ impl Context {
         loops: &[Rc<LoopRecord>],
         readback: &[Rc<DataInner>],
         pending_reads: BTreeSet<u64>,
-    ) -> (String, Result<()>) {
+    ) -> (Explain, Result<()>) {
         let env = fuse::FuseEnv {
             fusion: self.0.config.fusion,
             max_storage: self
@@ -176,7 +175,7 @@ impl Context {
                 .max_storage_buffers_per_shader_stage as usize,
             pending_reads,
         };
-        let (groups, explain): (Vec<Group>, String) =
+        let (groups, explain): (Vec<Group>, Explain) =
             fuse::groups(loops, &env, &mut self.0.sched.fuse_cache.borrow_mut());
         (
             explain,

@@ -6,7 +6,7 @@
 pub use crate::config::Config;
 use crate::data::{Arg, ConstValue, Dat, DataInner, Global, IterSpace, Via, section};
 use crate::error::{Error, Result};
-use crate::fuse::{self, Group};
+use crate::fuse::{self, Explain, Group};
 use crate::kernel::{Kernel, KernelProblem, consts_used, expected_type};
 use crate::runtime::{self, Gpu, Stats};
 use crate::trace::{AccessSet, Computation, Footprint, LoopRecord, Reason, Trace};
@@ -14,7 +14,6 @@ use crate::types::{Access, DType, Scalar};
 use crate::util::block;
 use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::fmt::Write;
 use std::marker::PhantomData;
 use std::panic::Location;
 use std::rc::Rc;
@@ -44,7 +43,7 @@ pub(crate) struct Inner {
 pub(crate) struct Scheduler {
     pub trace: RefCell<Trace>,
     pub consts: RefCell<Vec<(String, ConstValue)>>,
-    pub explain: RefCell<String>,
+    pub explain: RefCell<Explain>,
     pub fuse_cache: RefCell<std::collections::HashMap<String, fuse::Cached>>,
 }
 
@@ -204,7 +203,7 @@ impl Context {
             sched: Scheduler {
                 trace: RefCell::new(Trace::default()),
                 consts: RefCell::new(Vec::new()),
-                explain: RefCell::new(String::new()),
+                explain: RefCell::new(Explain::default()),
                 fuse_cache: RefCell::new(std::collections::HashMap::new()),
             },
             dist,
@@ -314,9 +313,16 @@ impl Context {
     pub fn shaders(&self) -> Vec<String> {
         self.0.engine.shaders.borrow().clone()
     }
-    /// What the last force ran: its groups, their loops, the cuts and ephemeral Dats.
+    /// What the last force ran, in a summary that fits on a screen: its groups with their
+    /// loops (a run of groups that repeats, such as a time loop's, once with its count), the
+    /// Dats kept in registers, each distinct reason for a cut once with the number of cuts it
+    /// caused, dispatches and memory; on N ranks its rounds and halo exchanges.
     pub fn explain(&self) -> String {
-        self.0.sched.explain.borrow().clone()
+        self.0.sched.explain.borrow().summary.clone()
+    }
+    /// [`Context::explain`] in full: every group and every cut between two groups.
+    pub fn explain_detail(&self) -> String {
+        self.0.sched.explain.borrow().detail.clone()
     }
 
     /// Records a loop of `kernel` over `space` (a Set or Subset) with `args`. Lazy by default:

@@ -44,8 +44,8 @@ impl Context {
         loops: &[Rc<Computation>],
         readback: &[Rc<DataInner>],
         still_pending: BTreeSet<u64>,
-    ) -> (String, Result<()>) {
-        let mut text = String::new();
+    ) -> (Explain, Result<()>) {
+        let mut text = Explain::default();
         let result = self.rounds(loops, readback, still_pending, &mut text).await;
         (text, result)
     }
@@ -55,7 +55,7 @@ impl Context {
         loops: &[Rc<Computation>],
         readback: &[Rc<DataInner>],
         still_pending: BTreeSet<u64>,
-        text: &mut String,
+        text: &mut Explain,
     ) -> Result<()> {
         let n = loops.len();
         let deps: Vec<Vec<usize>> = (0..n)
@@ -136,7 +136,7 @@ impl Context {
                 r
             };
             let packed: Vec<Rc<DataInner>> = sends.iter().map(|s| s.1.clone()).collect();
-            let (mut e1, mut e2) = (String::new(), String::new());
+            let (mut e1, mut e2) = (Explain::default(), Explain::default());
             if failed.is_none() {
                 let r1;
                 (e1, r1) = self
@@ -153,18 +153,17 @@ impl Context {
             }
             let names =
                 |v: &[Rc<Computation>]| v.iter().map(|l| l.label()).collect::<Vec<_>>().join(", ");
-            let _ = if sends.is_empty() {
-                writeln!(text, "round {round}: [{}], no exchange", names(&core))
+            text.line(&if sends.is_empty() {
+                format!("round {round}: [{}], no exchange", names(&core))
             } else {
-                writeln!(
-                    text,
+                format!(
                     "round {round}: first [{}]; then, while the messages travel, [{}]",
                     names(&pack),
                     names(&core)
                 )
-            };
+            });
             for e in [e1, e2].iter().filter(|e| !e.is_empty()) {
-                text.extend(e.lines().map(|l| format!("  {l}\n")));
+                text.nest(e);
             }
             let core_done =
                 (!core.is_empty() && failed.is_none()).then(|| self.0.engine.done_flag());
@@ -250,8 +249,8 @@ impl Context {
 
     /// Runs one computation that happens on the host. After an error on this rank
     /// (`failed`), only its communication runs (the reductions still join the other ranks).
-    async fn host_step(&self, c: &Computation, text: &mut String, failed: bool) -> Result<()> {
-        let _ = writeln!(text, "host: {}", c.label());
+    async fn host_step(&self, c: &Computation, text: &mut Explain, failed: bool) -> Result<()> {
+        text.line(&format!("host: {}", c.label()));
         match c {
             Computation::Loop(_) | Computation::HaloSend { .. } => {
                 return Err(Error::Usage(format!(

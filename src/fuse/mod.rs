@@ -10,6 +10,10 @@
 //! Owns: the mapping between forced loops and loop groups, ephemeral Dats, `explain()`.
 //! Must never: touch the device.
 
+mod explain;
+
+pub(crate) use explain::Explain;
+
 use crate::data::Via;
 use crate::graph::{self, Graph, NodeSpec, Options};
 use crate::trace::LoopRecord;
@@ -61,29 +65,27 @@ pub(crate) struct FuseEnv {
 #[derive(Clone)]
 pub(crate) struct Cached {
     groups: Vec<(Vec<usize>, Vec<usize>)>,
-    explain: String,
+    explain: Explain,
 }
 
-/// Groups the loops of a force (in program order); the text is for `explain()`.
+/// Groups the loops of a force (in program order), and what `explain()` says of them.
 pub(crate) fn groups(
     loops: &[Rc<LoopRecord>],
     env: &FuseEnv,
     cache: &mut HashMap<String, Cached>,
-) -> (Vec<Group>, String) {
+) -> (Vec<Group>, Explain) {
     if loops.is_empty() {
-        return (Vec::new(), String::new());
+        return (Vec::new(), Explain::default());
     }
     if !env.fusion {
         let groups: Vec<Group> = loops.iter().cloned().map(Group::single).collect();
-        let mut text = format!(
-            "{} loops in {} groups (fusion off)\n",
+        let head = format!(
+            "{} loops in {} groups (fusion off)",
             loops.len(),
             groups.len()
         );
-        for (i, g) in groups.iter().enumerate() {
-            let _ = writeln!(text, "  group {}: {}", i + 1, g.names());
-        }
-        return (groups, text);
+        let lines: Vec<String> = groups.iter().map(|g| format!(": {}", g.names())).collect();
+        return (groups, explain::groups_and_cuts(&head, &lines, &[]));
     }
     let (sig, data_ids) = signature(loops, env);
     let cached = match cache.get(&sig) {
@@ -382,6 +384,8 @@ impl<'a> Shader<'a> {
     }
 }
 
+/// What the grouping says: the force, each group (its space and loops, the Dats it keeps in
+/// registers), and the cuts between groups with their reasons.
 fn describe(
     loops: &[Rc<LoopRecord>],
     groups: &[Vec<usize>],
@@ -390,9 +394,9 @@ fn describe(
     cuts: &[(usize, usize, String)],
     group_of: &[usize],
     p: &graph::Partition,
-) -> String {
-    let mut s = format!(
-        "{} loops in {} groups (partitioner: {}, lower bound {}{})\n",
+) -> Explain {
+    let head = format!(
+        "{} loops in {} groups (partitioner: {}, lower bound {}{})",
         loops.len(),
         groups.len(),
         p.algorithm,
@@ -406,41 +410,42 @@ fn describe(
             .find(|a| a.data.id == id)
             .map_or_else(String::new, |a| a.data.name.clone())
     };
-    for (gi, g) in groups.iter().enumerate() {
-        let first = &loops[g[0]];
-        let _ = writeln!(
-            s,
-            "  group {} over {}{}: {}",
-            gi + 1,
-            first.space.name(),
-            if is_host(first) { " (host)" } else { "" },
-            g.iter()
-                .map(|&l| format!("`{}`", loops[l].kernel.name()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        if !eph[gi].is_empty() {
-            let names: Vec<String> = eph[gi]
-                .iter()
-                .map(|&d| format!("`{}`", name_of(data_ids[d])))
-                .collect();
-            let _ = writeln!(
-                s,
-                "    ephemeral (registers only, no buffer): {}",
-                names.join(", ")
+    let lines: Vec<String> = groups
+        .iter()
+        .zip(eph)
+        .map(|(g, eph)| {
+            let first = &loops[g[0]];
+            let mut line = format!(
+                " over {}{}: {}",
+                first.space.name(),
+                if is_host(first) { " (host)" } else { "" },
+                g.iter()
+                    .map(|&l| format!("`{}`", loops[l].kernel.name()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
-        }
-    }
+            if !eph.is_empty() {
+                let names: Vec<String> = eph
+                    .iter()
+                    .map(|&d| format!("`{}`", name_of(data_ids[d])))
+                    .collect();
+                let _ = write!(
+                    line,
+                    "; ephemeral (registers only, no buffer): {}",
+                    names.join(", ")
+                );
+            }
+            line
+        })
+        .collect();
+    // One cut per pair of groups, with the first reason found between them.
     let mut seen = BTreeSet::new();
-    for (a, b, why) in cuts {
-        if group_of[*a] != group_of[*b] && seen.insert((group_of[*a], group_of[*b])) {
-            let _ = writeln!(
-                s,
-                "  cut between group {} and group {}: {why}",
-                group_of[*a] + 1,
-                group_of[*b] + 1
-            );
-        }
-    }
-    s
+    let between: Vec<(usize, usize, String)> = cuts
+        .iter()
+        .filter(|(a, b, _)| {
+            group_of[*a] != group_of[*b] && seen.insert((group_of[*a], group_of[*b]))
+        })
+        .map(|(a, b, why)| (group_of[*a], group_of[*b], why.clone()))
+        .collect();
+    explain::groups_and_cuts(&head, &lines, &between)
 }
