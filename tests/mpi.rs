@@ -1,6 +1,7 @@
 //! Distributed runs under `mpirun` against the same program on one process: the wave on 1, 2,
 //! 3 and 4 ranks, Airfoil on 1, 2, 3 and 4 ranks, lazy (overlapped exchanges) and, on 2 and 3
-//! ranks, eager (exchanges before each loop). Each case runs this test binary under `mpirun` with one ignored worker test
+//! ranks, eager (exchanges before each loop); mesh geometry and distributed dot products on 2
+//! and 3 ranks against plain Rust. Each case runs this test binary under `mpirun` with one ignored worker test
 //! selected; rank 0 writes what it gathered to a file this test reads.
 //!
 //! `cargo test --features mpi --test mpi` (needs Open MPI's `mpirun`).
@@ -357,4 +358,164 @@ fn host_and_globals_worker() {
 #[test]
 fn host_access_and_globals_on_3_ranks() {
     assert_eq!(mpirun(3, "host_and_globals_worker", "block"), [1.0]);
+}
+
+/// The channel mesh oriented, with its interior and boundary facets as `MeshData` splits them
+/// (interior: vertices and two cells each; boundary: vertices and one cell each).
+struct Channel {
+    mesh: parloop::mesh::Mesh,
+    interior: (Vec<u32>, Vec<u32>),
+    boundary: (Vec<u32>, Vec<u32>),
+}
+
+fn channel() -> Channel {
+    use parloop::mesh::topology::Topology;
+    let mut mesh =
+        parloop::mesh::gmsh::read_file(concat!(env!("CARGO_MANIFEST_DIR"), "/data/channel.msh"))
+            .unwrap();
+    mesh.orient().unwrap();
+    let t = Topology::new(mesh.cell_type, &mesh.cells).unwrap();
+    let (mut interior, mut boundary) = ((vec![], vec![]), (vec![], vec![]));
+    for f in 0..t.nfacets() {
+        let [a, b] = t.facet_cells[f];
+        if t.is_boundary(f) {
+            boundary.0.extend_from_slice(t.facet(f));
+            boundary.1.push(a);
+        } else {
+            interior.0.extend_from_slice(t.facet(f));
+            interior.1.extend([a, b]);
+        }
+    }
+    Channel {
+        mesh,
+        interior,
+        boundary,
+    }
+}
+
+/// Geometry on N ranks: the channel distributed by cells, its geometry computed by
+/// `cell_geometry` and `facet_geometry` on each rank's part; rank 0 writes the area and the
+/// perimeter (distributed dot products with a Dat of ones, made by a distributed `fill`), then
+/// the gathered cell areas and interior and boundary normals.
+#[test]
+#[ignore = "run by the other tests under mpirun"]
+fn geometry_worker() {
+    use parloop::dist::Distribution;
+    use parloop::mesh::CellType;
+    use parloop::mesh::geometry::{cell_geometry, facet_geometry};
+    let Some(out) = out_path() else { return };
+    let comm = Comm::world().unwrap();
+    let ctx = Context::with_comm(Config::from_env().unwrap(), &comm).unwrap();
+    let ch = channel();
+    let m = &ch.mesh;
+    let mut d = Distribution::new(&ctx);
+    let cells = d.set("cells", m.ncells());
+    let vertices = d.set("vertices", m.nvertices());
+    let facets = d.set("facets", ch.interior.1.len() / 2);
+    let bnd = d.set("boundary facets", ch.boundary.1.len());
+    let c2v = d
+        .map("cell_vertices", cells, vertices, 3, &m.cells)
+        .unwrap();
+    let f2c = d
+        .map("facet_cells", facets, cells, 2, &ch.interior.1)
+        .unwrap();
+    let f2v = d
+        .map("facet_vertices", facets, vertices, 2, &ch.interior.0)
+        .unwrap();
+    let b2c = d
+        .map("boundary_cell", bnd, cells, 1, &ch.boundary.1)
+        .unwrap();
+    let b2v = d
+        .map("boundary_vertices", bnd, vertices, 2, &ch.boundary.0)
+        .unwrap();
+    let x = d.dat("coords", vertices, 2, &m.coords_f32()).unwrap();
+    let partitioner = match std::env::var("MPI_TEST_PARTITIONER").as_deref() {
+        Ok("kway") => Partitioner::KWay,
+        _ => Partitioner::Block,
+    };
+    let mut part = d.distribute(cells, partitioner).unwrap();
+    let _ = (part.map(f2c), part.map(b2c));
+    let x = part.dat(x).unwrap();
+    let t = CellType::Triangle;
+    let gc = cell_geometry(&ctx, t, &part.map(c2v), &x).unwrap();
+    let gi = facet_geometry(&ctx, t, &part.map(f2v), &x).unwrap();
+    let gb = facet_geometry(&ctx, t, &part.map(b2v), &x).unwrap();
+    let ones = |set: &parloop::Set| {
+        let d = ctx.dat_zeros::<f32>("one", set, 1).unwrap();
+        ctx.fill(&d, 1.0).unwrap();
+        d
+    };
+    let area = ctx.dot(&gc.measure, &ones(&part.set(cells))).unwrap();
+    let perimeter = ctx.dot(&gb.measure, &ones(&part.set(bnd))).unwrap();
+    let mut values = vec![area.value().unwrap()[0], perimeter.value().unwrap()[0]];
+    let gathered = [
+        gc.measure.gather().unwrap(),
+        gi.normal.gather().unwrap(),
+        gb.normal.gather().unwrap(),
+    ];
+    if ctx.rank() == 0 {
+        for g in gathered {
+            values.extend(g.unwrap());
+        }
+        std::fs::write(out, bytemuck::cast_slice(&values)).unwrap();
+    }
+}
+
+/// The channel's geometry on 2 and 3 ranks (blocks and METIS) against plain Rust in f64: the
+/// total area and perimeter (distributed dot products), every cell's area, every facet's unit
+/// normal (as `(dy, -dx) / length` of its oriented vertices).
+#[test]
+fn geometry_on_2_and_3_ranks_matches_plain_rust() {
+    let ch = channel();
+    let m = &ch.mesh;
+    let x = |v: u32| m.coords[v as usize];
+    let areas: Vec<f64> = (0..m.ncells())
+        .map(|c| {
+            let [a, b, d] = [0, 1, 2].map(|k| x(m.cell(c)[k]));
+            ((b[0] - a[0]) * (d[1] - a[1]) - (b[1] - a[1]) * (d[0] - a[0])) / 2.0
+        })
+        .collect();
+    let normals = |vs: &[u32]| -> Vec<f64> {
+        vs.chunks(2)
+            .flat_map(|e| {
+                let (a, b) = (x(e[0]), x(e[1]));
+                let (dx, dy) = (b[0] - a[0], b[1] - a[1]);
+                let l = (dx * dx + dy * dy).sqrt();
+                [dy / l, -dx / l]
+            })
+            .collect()
+    };
+    let perimeter: f64 = ch
+        .boundary
+        .0
+        .chunks(2)
+        .map(|e| {
+            let (a, b) = (x(e[0]), x(e[1]));
+            ((b[0] - a[0]).powi(2) + (b[1] - a[1]).powi(2)).sqrt()
+        })
+        .sum();
+    let area: f64 = areas.iter().sum();
+    let mut want = vec![area, perimeter];
+    want.extend(&areas);
+    want.extend(normals(&ch.interior.0));
+    want.extend(normals(&ch.boundary.0));
+    for (np, partitioner) in [(2, "block"), (3, "kway")] {
+        let got = mpirun(np, "geometry_worker", partitioner);
+        let what = format!("{np} ranks, {partitioner}");
+        assert_eq!(got.len(), want.len(), "{what}: values");
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            // f32 coordinates (up to 2) move by 1.2e-7, a cell's area by that times its
+            // perimeter (under 0.2): areas within 1e-7; normals within 1e-5 (edges over 0.005);
+            // the sums within 1e-6 relative.
+            let tol = match i {
+                0 | 1 => 1e-6 * w.abs(),
+                i if i < 2 + areas.len() => 1e-7,
+                _ => 1e-5,
+            };
+            assert!(
+                (*g as f64 - w).abs() <= tol,
+                "{what}: value {i}: {g} vs {w}"
+            );
+        }
+    }
 }
