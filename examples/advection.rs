@@ -122,6 +122,12 @@ pub fn solve(
             mesh.cell_type.name()
         )));
     }
+    if !(p.cfl > 0.0 && p.cfl <= 1.0) {
+        return Err(Error::Usage(format!(
+            "Courant number {}: the upwind scheme is stable for 0 < cfl <= 1",
+            p.cfl
+        )));
+    }
     let md = MeshData::new(ctx, mesh)?;
     let inlet = md.group(&p.inlet).ok_or_else(|| {
         let names: Vec<&str> = md.groups.iter().map(|g| g.name()).collect();
@@ -172,6 +178,12 @@ pub fn solve(
         &[area.read(), out.read(), dt.min()],
     )?;
     let dt = dt.value()?[0];
+    if !dt.is_finite() {
+        return Err(Error::Usage(format!(
+            "velocity {:?}: nothing flows out of any cell, so there is no stable time step",
+            p.u
+        )));
+    }
     ctx.constant("dt", dt)?;
 
     // The inflow value on the inlet's facets (0 on every other boundary facet).

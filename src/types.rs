@@ -54,8 +54,15 @@ impl Scalar for f32 {
 impl Scalar for f64 {
     const DTYPE: DType = DType::F64;
 }
-/// A floating-point [`Scalar`] (f32 or f64): the type of mesh geometry.
-pub trait Real: Scalar {
+mod sealed {
+    /// Only f32 and f64 are [`super::Real`].
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+}
+
+/// A floating-point [`Scalar`]: f32 or f64 (sealed), the type of mesh geometry.
+pub trait Real: Scalar + sealed::Sealed {
     /// The nearest value of this type.
     fn from_f64(x: f64) -> Self;
 }

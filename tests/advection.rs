@@ -1,7 +1,7 @@
 //! The advection example (examples/advection.rs) against the same upwind scheme in plain Rust
 //! (f64, its own facet search and geometry from the Gmsh file): the time step, c on every cell
-//! after 150 steps, and the mass balance; and its errors for a mesh without the inlet group
-//! and for a 3-D mesh.
+//! after 150 steps, and the mass balance; and its errors for a mesh without the inlet group,
+//! a 3-D mesh, no flow and an unstable Courant number.
 
 mod common;
 
@@ -147,7 +147,7 @@ fn the_example_matches_the_scheme_in_plain_rust() {
 }
 
 #[test]
-fn a_mesh_without_the_inlet_or_in_3_d_is_refused() {
+fn bad_meshes_and_problems_are_refused() {
     let ctx = common::ctx();
     let p = Problem {
         u: [1.0, 0.0],
@@ -163,6 +163,33 @@ fn a_mesh_without_the_inlet_or_in_3_d_is_refused() {
         e.contains("no group `entry`") && e.contains("\"inlet\""),
         "{e}"
     );
+    let still = Problem {
+        u: [0.0, 0.0],
+        inlet: "inlet".into(),
+        ..p
+    };
+    let e = solve(&ctx, &channel(), &still, |_, _, _| Ok(()))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("nothing flows out of any cell"), "{e}");
+    let fast = Problem {
+        u: [1.0, 0.0],
+        cfl: 1.5,
+        inlet: "inlet".into(),
+        steps: 1,
+    };
+    let e = solve(&ctx, &channel(), &fast, |_, _, _| Ok(()))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("Courant number 1.5"), "{e}");
+    let p = Problem {
+        u: [1.0, 0.0],
+        cfl: 0.5,
+        steps: 1,
+        inlet: "inlet".into(),
+    };
     let e = solve(&ctx, &unit_cube_tets(1), &p, |_, _, _| Ok(()))
         .err()
         .expect("refused")

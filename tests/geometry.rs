@@ -330,28 +330,118 @@ fn boundary_normals_of_a_reversed_square_are_the_outward_axes() {
 }
 
 /// The advection example's Gmsh mesh: a channel [0, 2] x [0, 1] around a cylinder of radius
-/// 0.15, its circle as a polygon inscribed in it.
+/// 0.15, its circle a polygon inscribed in it: the area is the channel's less the disk's plus
+/// the circular segments the polygon leaves out, r^2 / 2 (t - sin t) for an edge of angle t.
 #[test]
 fn the_channel_from_gmsh() {
     let mesh = gmsh::read_file(concat!(env!("CARGO_MANIFEST_DIR"), "/data/channel.msh")).unwrap();
     let (area, perimeter, x_dot_n) = check_both(&mesh);
     let r: f64 = 0.15;
-    // An inscribed polygon of edges no longer than 0.01 misses at most r^2 (h / r)^2 / 12 x pi.
-    let exact = 2.0 - std::f64::consts::PI * r * r;
+    let chords: Vec<f64> = mesh
+        .group("cylinder")
+        .unwrap()
+        .members
+        .iter()
+        .map(|&k| {
+            let f = &mesh.facets[k as usize];
+            let (a, b) = (mesh.coords[f[0] as usize], mesh.coords[f[1] as usize]);
+            ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2)).sqrt()
+        })
+        .collect();
+    let segments: f64 = chords
+        .iter()
+        .map(|&l| {
+            let t = 2.0 * (l / (2.0 * r)).asin();
+            r * r / 2.0 * (t - t.sin())
+        })
+        .sum();
+    let exact = 2.0 - std::f64::consts::PI * r * r + segments;
+    assert!((area - exact).abs() < 1e-5, "area {area} vs {exact}");
+    let exact_perimeter = 6.0 + chords.iter().sum::<f64>();
     assert!(
-        area > exact && area - exact < 0.01f64.powi(2) * std::f64::consts::PI / 6.0,
-        "area {area} vs {exact}"
-    );
-    let outer = 6.0;
-    let circle = 2.0 * std::f64::consts::PI * r;
-    assert!(
-        perimeter < outer + circle && perimeter > outer + circle * 0.999,
-        "perimeter {perimeter}"
+        (perimeter - exact_perimeter).abs() < 1e-5,
+        "perimeter {perimeter} vs {exact_perimeter}"
     );
     assert!(
         (x_dot_n - 2.0 * area).abs() < 1e-4,
         "boundary x . n {x_dot_n} vs 2 x area {area}"
     );
+}
+
+/// A frustum of a square pyramid as one hexahedron (bottom [0, 1]^2 at z = 0, top
+/// [0.25, 0.75]^2 at z = 1): its volume h/3 (A1 + sqrt(A1 A2) + A2) and centroid height
+/// h (A1 + 2 sqrt(A1 A2) + 3 A2) / (4 (A1 + sqrt(A1 A2) + A2)), and its trapezoid sides'
+/// areas and centroids (a third of the way up, weighted by the parallel sides: t = (a + 2 b) /
+/// (3 (a + b))), none of them a parallelogram.
+#[test]
+fn a_frustum_hexahedron_and_its_trapezoid_faces() {
+    let ctx = ctx();
+    let (lo, hi) = (0.25, 0.75);
+    let mesh = Mesh {
+        coords: vec![
+            [0.0, 0.0, 0.0],
+            [1.0, 0.0, 0.0],
+            [1.0, 1.0, 0.0],
+            [0.0, 1.0, 0.0],
+            [lo, lo, 1.0],
+            [hi, lo, 1.0],
+            [hi, hi, 1.0],
+            [lo, hi, 1.0],
+        ],
+        cell_type: CellType::Hexahedron,
+        cells: (0..8).collect(),
+        facets: Vec::new(),
+        groups: Vec::new(),
+    };
+    let md = MeshData::new(&ctx, &mesh).unwrap();
+    let g = md.geometry(&ctx, &md.coords).unwrap();
+    let (a1, a2): (f64, f64) = (1.0, 0.25);
+    let volume = (a1 + (a1 * a2).sqrt() + a2) / 3.0;
+    let z = (a1 + 2.0 * (a1 * a2).sqrt() + 3.0 * a2) / (4.0 * (a1 + (a1 * a2).sqrt() + a2));
+    let m = values(&g.cells.measure)[0];
+    let c = values(&g.cells.centroid);
+    assert!((m - volume).abs() < 1e-6, "volume {m} vs {volume}");
+    for (k, want) in [0.5, 0.5, z].iter().enumerate() {
+        assert!(
+            (c[k] - want).abs() < 1e-6,
+            "centroid {c:?} vs (0.5, 0.5, {z})"
+        );
+    }
+    // The side y = 0 side: a trapezoid from (0,0,0)-(1,0,0) up to (lo,lo,1)-(hi,lo,1).
+    let (a, b) = (1.0, hi - lo);
+    let slant = (lo * lo + 1.0f64).sqrt();
+    let t = (a + 2.0 * b) / (3.0 * (a + b));
+    let (fm, fc, fnorm) = (
+        values(&g.boundary.measure),
+        values(&g.boundary.centroid),
+        values(&g.boundary.normal),
+    );
+    let k = (0..6)
+        .find(|&k| fnorm[3 * k + 1] < -0.9)
+        .expect("the face looking down y");
+    assert!(
+        (fm[k] - (a + b) / 2.0 * slant).abs() < 1e-6,
+        "area {} vs {}",
+        fm[k],
+        (a + b) / 2.0 * slant
+    );
+    let want = [0.5, t * lo, t];
+    for j in 0..3 {
+        assert!(
+            (fc[3 * k + j] - want[j]).abs() < 1e-6,
+            "centroid {:?} vs {want:?}",
+            &fc[3 * k..3 * k + 3]
+        );
+    }
+    // The outward normal of that face: (0, -1, lo) normalised.
+    let n = [0.0, -1.0 / slant, lo / slant];
+    for j in 0..3 {
+        assert!(
+            (fnorm[3 * k + j] - n[j]).abs() < 1e-6,
+            "normal {:?} vs {n:?}",
+            &fnorm[3 * k..3 * k + 3]
+        );
+    }
 }
 
 #[test]
@@ -491,7 +581,32 @@ fn degenerate_cells_and_wrong_arguments_are_refused() {
         .err()
         .expect("refused")
         .to_string();
-    assert!(e.contains("cell 0 (triangle"), "{e}");
+    assert!(
+        e.contains("cell 0 (triangle") && e.contains("at one point"),
+        "{e}"
+    );
+    // A quadrilateral with two distinct vertices at one point: positive area, but an edge of
+    // length 0 would have no normal.
+    let quad = Mesh {
+        coords: vec![
+            [0.0, 0.0, 0.0],
+            [1.0, 0.0, 0.0],
+            [0.0, 1.0, 0.0],
+            [0.0, 1.0, 0.0],
+        ],
+        cell_type: CellType::Quadrilateral,
+        cells: vec![0, 1, 2, 3],
+        facets: Vec::new(),
+        groups: Vec::new(),
+    };
+    let e = MeshData::new(&ctx, &quad)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("has vertices 2 and 3 at one point [0.0, 1.0]"),
+        "{e}"
+    );
     let md = MeshData::new(&ctx, &unit_square(2)).unwrap();
     let wrong = ctx.dat_zeros::<f32>("x3", &md.vertices, 3).unwrap();
     let e = md

@@ -495,6 +495,26 @@ fn geometry_on_2_and_3_ranks_matches_plain_rust() {
         })
         .sum();
     let area: f64 = areas.iter().sum();
+    // The reference's orientation, checked on its own: every area positive, and the boundary
+    // normals outward (the boundary integral of x . n is twice the area).
+    assert!(
+        areas.iter().all(|&a| a > 0.0),
+        "a clockwise cell in the reference"
+    );
+    let x_dot_n: f64 = ch
+        .boundary
+        .0
+        .chunks(2)
+        .map(|e| {
+            let (a, b) = (x(e[0]), x(e[1]));
+            // (dy, -dx) has the edge's length: x . n |e| at the midpoint.
+            ((a[0] + b[0]) * (b[1] - a[1]) - (a[1] + b[1]) * (b[0] - a[0])) / 2.0
+        })
+        .sum();
+    assert!(
+        (x_dot_n - 2.0 * area).abs() < 1e-9,
+        "reference normals not outward: {x_dot_n} vs {area}"
+    );
     let mut want = vec![area, perimeter];
     want.extend(&areas);
     want.extend(normals(&ch.interior.0));

@@ -197,15 +197,24 @@ pub fn inject(src: &str, consts: &[(String, ConstValue)]) -> String {
         let Some((start, end, params)) = function_body(src, pos + 2) else {
             continue;
         };
-        let used: HashSet<&str> = toks[k + 1..]
+        let body: Vec<&str> = toks[k + 1..]
             .iter()
             .take_while(|(p, _)| *p < end)
             .filter(|(p, _)| *p >= start)
             .map(|(_, w)| *w)
             .collect();
+        let used: HashSet<&str> = body.iter().copied().collect();
+        // A name the function declares itself is its own, not the Const (a local copy would
+        // be a second declaration of it).
+        let declared: HashSet<&str> = body
+            .windows(2)
+            .filter(|w| matches!(w[0], "let" | "var" | "const"))
+            .map(|w| w[1])
+            .collect();
         let mut text = String::new();
         for ((name, v), &off) in consts.iter().zip(&offsets) {
-            if used.contains(name.as_str()) && !params.iter().any(|p| p == name) {
+            let own = params.iter().any(|p| p == name) || declared.contains(name.as_str());
+            if used.contains(name.as_str()) && !own {
                 text += &local(name, v, off);
             }
         }
@@ -223,6 +232,22 @@ pub fn inject(src: &str, consts: &[(String, ConstValue)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_function_that_declares_the_name_keeps_its_own() {
+        let consts = vec![("dx".to_string(), ConstValue::scalar(0.5f32))];
+        let src = "fn a(o: ptr<function, array<f32, 1>>) { (*o)[0] = dx; }\n\
+                   fn b(o: ptr<function, array<f32, 1>>) { let dx = 2.0; (*o)[0] = dx; }\n";
+        let out = inject(src, &consts);
+        assert_eq!(out.matches("let dx").count(), 2, "{out}");
+        assert!(
+            out.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("fn b(o: ptr<function, array<f32, 1>>) { let dx = 2.0;"),
+            "{out}"
+        );
+    }
 
     #[test]
     fn functions_that_mention_a_const_get_a_local_copy_on_their_first_line() {

@@ -80,6 +80,7 @@ impl MeshData {
     /// # Ok(())
     /// # }
     /// ```
+    #[track_caller]
     pub fn geometry<T: Real>(&self, ctx: &Context, coords: &Dat<T>) -> Result<Geometry<T>> {
         Ok(Geometry {
             cells: cell_geometry(ctx, self.cell_type, &self.cell_vertices, coords)?,

@@ -57,16 +57,20 @@ impl Mesh {
     /// Cell `c`'s signed measure in f64: its area in x and y (2-D) or its volume (3-D),
     /// positive when the cell is positively oriented. Exact for straight-sided cells and
     /// trilinear hexahedra.
-    pub fn signed_measure(&self, c: usize) -> f64 {
-        let x: Vec<[f64; 3]> = self
-            .cell(c)
+    ///
+    /// None if `c` is not a cell of the mesh or names a vertex the mesh does not have.
+    pub fn signed_measure(&self, c: usize) -> Option<f64> {
+        let n = self.cell_type.vertices();
+        let cell = self.cells.get(c * n..(c + 1) * n)?;
+        let origin = *self.coords.get(*cell.first()? as usize)?;
+        // Relative to vertex 0: far from the origin, absolute products lose the digits.
+        let x = cell
             .iter()
-            .map(|&v| self.coords[v as usize])
-            .collect();
-        match self.cell_type {
+            .map(|&v| self.coords.get(v as usize).map(|&p| sub(p, origin)))
+            .collect::<Option<Vec<[f64; 3]>>>()?;
+        Some(match self.cell_type {
             CellType::Triangle | CellType::Quadrilateral => {
                 // The shoelace formula.
-                let n = x.len();
                 (0..n)
                     .map(|i| x[i][0] * x[(i + 1) % n][1] - x[(i + 1) % n][0] * x[i][1])
                     .sum::<f64>()
@@ -74,15 +78,16 @@ impl Mesh {
             }
             CellType::Tetrahedron => det3(sub(x[1], x[0]), sub(x[2], x[0]), sub(x[3], x[0])) / 6.0,
             CellType::Hexahedron => hex_volume(&x),
-        }
+        })
     }
 
     /// Turns every negatively oriented cell (see [`Mesh::signed_measure`]) by reversing its
-    /// vertex order (a triangle's or tetrahedron's last two vertices swapped, a
-    /// quadrilateral's traversal reversed, a hexahedron's two ends exchanged), and returns the
-    /// cells it turned, ascending. Facet vertex lists and groups are unchanged (a facet is
-    /// found by its vertex set). A cell naming a vertex the mesh does not have, or of measure
-    /// 0 (its vertices on one line or plane), is an error naming it.
+    /// vertex order (local vertices 1 and 2 of a triangle or tetrahedron swapped, a
+    /// quadrilateral's 1 and 3, a hexahedron's two ends exchanged: 0-3 with 4-7), and returns
+    /// the cells it turned, ascending. Facet vertex lists and groups are unchanged (a facet is
+    /// found by its vertex set). A cell naming a vertex the mesh does not have, with two
+    /// vertices at one point, of measure 0 (its vertices on one line in x and y, or on one
+    /// plane), or with a coordinate that is not finite, is an error naming it.
     pub fn orient(&mut self) -> Result<Vec<u32>, MeshError> {
         let nv = self.cell_type.vertices();
         if !self.cells.len().is_multiple_of(nv) {
@@ -103,23 +108,46 @@ impl Mesh {
                     self.nvertices()
                 )));
             }
-            let m = self.signed_measure(c);
-            // Measure 0 relative to the cell's size: its vertices are on one line or plane.
-            let size = cell
-                .iter()
-                .map(|&v| {
-                    let d = sub(self.coords[v as usize], self.coords[cell[0] as usize]);
-                    d.iter().map(|x| x * x).sum::<f64>().sqrt()
-                })
-                .fold(0.0, f64::max);
-            if !m.is_finite() || m.abs() <= 1e-12 * size.powi(self.dim() as i32) {
+            let m = self.signed_measure(c).unwrap_or(f64::NAN);
+            let what = || format!("cell {c} ({} {cell:?})", self.cell_type.name());
+            let d = self.dim();
+            let x: Vec<[f64; 3]> = cell.iter().map(|&v| self.coords[v as usize]).collect();
+            if x.iter().flatten().any(|v| !v.is_finite()) {
                 return Err(MeshError(format!(
-                    "cell {c} ({} {cell:?}) has {} {m:e}: its vertices lie on one {}; \
-                     a degenerate cell has no normals (fix the mesh, e.g. Gmsh's \
-                     Mesh.Optimize)",
-                    self.cell_type.name(),
-                    if self.dim() == 2 { "area" } else { "volume" },
-                    if self.dim() == 2 { "line" } else { "plane" },
+                    "{} has a coordinate that is not finite: {x:?}",
+                    what()
+                )));
+            }
+            let dist = |a: [f64; 3], b: [f64; 3]| {
+                let e = sub(a, b);
+                e[..d].iter().map(|v| v * v).sum::<f64>().sqrt()
+            };
+            let size = x.iter().map(|&p| dist(p, x[0])).fold(0.0, f64::max);
+            for i in 0..nv {
+                for j in 0..i {
+                    if dist(x[i], x[j]) <= 1e-12 * size {
+                        return Err(MeshError(format!(
+                            "{} has vertices {} and {} at one point {:?}: a degenerate cell has \
+                             no normals (fix the mesh)",
+                            what(),
+                            cell[j],
+                            cell[i],
+                            &x[i][..d]
+                        )));
+                    }
+                }
+            }
+            if m.abs() <= 1e-12 * size.powi(d as i32) {
+                return Err(MeshError(format!(
+                    "{} has {} {m:e}: its vertices lie on one {}; a degenerate cell has no \
+                     normals (fix the mesh, e.g. with Gmsh's Mesh.Optimize)",
+                    what(),
+                    if d == 2 { "area" } else { "volume" },
+                    if d == 2 {
+                        "line in x and y (a 2-D mesh is read in the x-y plane)"
+                    } else {
+                        "plane"
+                    },
                 )));
             }
             if m < 0.0 {
@@ -205,12 +233,12 @@ mod tests {
         ];
         for (mut m, measure) in cases {
             let close = |a: f64, b: f64| (a - b).abs() < 1e-12 * b.abs();
-            let before = m.signed_measure(0);
+            let before = m.signed_measure(0).unwrap();
             assert!(close(before, -measure), "{:?}: {before}", m.cell_type);
             let n = m.ncells() as u32;
             assert_eq!(m.orient().unwrap(), [0], "{:?}", m.cell_type);
             for c in 0..n as usize {
-                let after = m.signed_measure(c);
+                let after = m.signed_measure(c).unwrap();
                 assert!(close(after, measure), "{:?} cell {c}: {after}", m.cell_type);
             }
         }
@@ -223,12 +251,44 @@ mod tests {
             .orient()
             .unwrap_err();
         assert!(e.0.contains("cell 0 (triangle [0, 1, 2]) has area"), "{e}");
-        let e = one(CellType::Triangle, line, vec![0, 1, 3])
+        let e = one(CellType::Triangle, line.clone(), vec![0, 1, 3])
             .orient()
             .unwrap_err();
         assert!(
             e.0.contains("names vertex 3, but the mesh has 3 vertices"),
             "{e}"
         );
+        let mut twice = line.clone();
+        twice[2] = [0.0, 0.0, 0.0];
+        let e = one(CellType::Triangle, twice, vec![0, 1, 2])
+            .orient()
+            .unwrap_err();
+        assert!(
+            e.0.contains("has vertices 0 and 2 at one point [0.0, 0.0]"),
+            "{e}"
+        );
+        let mut nan = line;
+        nan[1][1] = f64::NAN;
+        let e = one(CellType::Triangle, nan, vec![0, 1, 2])
+            .orient()
+            .unwrap_err();
+        assert!(e.0.contains("a coordinate that is not finite"), "{e}");
+        assert_eq!(
+            one(CellType::Triangle, vec![], vec![0, 1, 2]).signed_measure(0),
+            None
+        );
+    }
+
+    /// A small cell far from the origin (UTM-like coordinates) keeps its area and orientation.
+    #[test]
+    fn far_from_the_origin() {
+        let (x, h) = (4_194_304.0, 0.0078125);
+        let mut m = one(
+            CellType::Triangle,
+            vec![[x, x, 0.0], [x, x + h, 0.0], [x + h, x, 0.0]],
+            vec![0, 1, 2],
+        );
+        assert_eq!(m.signed_measure(0), Some(-h * h / 2.0));
+        assert_eq!(m.orient().unwrap(), [0]);
     }
 }

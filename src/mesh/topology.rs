@@ -273,7 +273,7 @@ pub struct MeshData {
     pub facets: crate::Set,
     /// Facets on the boundary.
     pub boundary: crate::Set,
-    /// Cell -> its vertices (Gmsh's order, positively oriented).
+    /// Cell -> its vertices (Gmsh's order, reversed for the cells in `turned`).
     pub cell_vertices: crate::Map,
     /// Interior facet -> its two cells (the normal points from the first to the second).
     pub facet_cells: crate::Map,

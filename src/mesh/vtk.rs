@@ -50,7 +50,8 @@ impl<'a> Field<'a> {
     fn new<T: Real>(name: &'a str, on: On, values: &'a [T]) -> Field<'a> {
         let values = match T::DTYPE {
             DType::F64 => Values::F64(bytemuck::cast_slice(values)),
-            DType::F32 | DType::U32 | DType::I32 => Values::F32(bytemuck::cast_slice(values)),
+            DType::F32 => Values::F32(bytemuck::cast_slice(values)),
+            DType::U32 | DType::I32 => unreachable!("Real is sealed: f32 and f64 only"),
         };
         Field { name, on, values }
     }
@@ -67,6 +68,12 @@ impl<'a> Field<'a> {
             On::Vertices => ("vertices", self.len()),
             On::Cells => ("cells", self.len()),
         };
+        // An empty mesh takes empty fields (one component).
+        if count == 0 && len == 0 {
+            return Ok(Attribute::DataArray(
+                DataArray::scalars(self.name, 1).with_data(Vec::<f32>::new()),
+            ));
+        }
         if count == 0 || len == 0 || !len.is_multiple_of(count) {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
