@@ -632,3 +632,29 @@ fn degenerate_cells_and_wrong_arguments_are_refused() {
         "{e}"
     );
 }
+
+/// A user's Consts named like the geometry kernels' locals (`a`, `dx`, `l`) do not reach into
+/// them: declared before the geometry, and after it with a loop that fuses with its facet loop.
+#[test]
+fn user_consts_named_like_the_kernels_locals() {
+    let ctx = ctx();
+    ctx.constant("a", 1.0f32).unwrap();
+    ctx.constant("l", 2.0f32).unwrap();
+    let md = MeshData::new(&ctx, &unit_square(4)).unwrap();
+    let g = md.geometry(&ctx, &md.coords).unwrap();
+    ctx.constant("dx", 0.25f32).unwrap();
+    let k = parloop::Kernel::new(
+        "scaled",
+        "fn scaled(n: ptr<function, array<f32, 2>>, o: ptr<function, array<f32, 1>>) {
+            (*o)[0] = (*n)[0] * dx * l;
+        }",
+    );
+    let o = ctx.dat_zeros::<f32>("o", &md.facets, 1).unwrap();
+    ctx.par_loop(&k, &md.facets, &[g.facets.normal.read(), o.write()])
+        .unwrap();
+    let n = values(&g.facets.normal);
+    let got = values(&o);
+    for (f, v) in got.iter().enumerate() {
+        assert_eq!(*v, n[2 * f] * 0.5, "facet {f}");
+    }
+}
