@@ -26,6 +26,7 @@ mod error;
 mod fuse;
 pub mod graph;
 mod kernel;
+pub mod linalg;
 pub mod mesh;
 pub mod plan;
 mod runtime;

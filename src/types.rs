@@ -65,15 +65,23 @@ mod sealed {
 pub trait Real: Scalar + sealed::Sealed {
     /// The nearest value of this type.
     fn from_f64(x: f64) -> Self;
+    /// The value as f64 (exact).
+    fn to_f64(self) -> f64;
 }
 impl Real for f32 {
     fn from_f64(x: f64) -> f32 {
         x as f32
     }
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
 }
 impl Real for f64 {
     fn from_f64(x: f64) -> f64 {
         x
+    }
+    fn to_f64(self) -> f64 {
+        self
     }
 }
 impl Scalar for u32 {

@@ -191,7 +191,7 @@ impl Series {
     /// Writes one frame at `time` and rewrites the collection.
     pub fn write(&mut self, time: f64, mesh: &Mesh, fields: &[Field]) -> std::io::Result<()> {
         let file = format!("{}_{:06}.vtu", self.stem, self.frames.len());
-        write_vtu(&self.dir.join(&file), mesh, fields)?;
+        write_vtu(self.dir.join(&file), mesh, fields)?;
         self.frames.push((time, file));
         std::fs::write(self.pvd_path(), pvd(&self.frames))
     }

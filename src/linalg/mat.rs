@@ -1,0 +1,208 @@
+//! A sparse matrix on a [`Sparsity`]: its values are a Dat on the nonzero slots, so assembly,
+//! Dirichlet rows, the diagonal and y = A x are par_loops (lazy, planned and fused like any
+//! other; assembly races exactly as an INC through a map does and takes the same strategies).
+
+use super::Sparsity;
+use crate::{Arg, Context, Dat, Error, Kernel, Map, Real, Result, Subset};
+use std::io::Write as _;
+use std::rc::Rc;
+
+/// A sparse matrix of `T` (f32, or f64 where the adapter has it).
+pub struct Mat<T: Real> {
+    sparsity: Rc<Sparsity>,
+    /// The values, one per nonzero slot (padding slots stay 0).
+    pub values: Dat<T>,
+    /// Each row's diagonal position within its slots (`width`: none), for the kernels.
+    diag: Dat<u32>,
+}
+
+impl<T: Real> Mat<T> {
+    /// A zero matrix named `name` on `sparsity`.
+    pub fn new(ctx: &Context, name: &str, sparsity: &Rc<Sparsity>) -> Result<Mat<T>> {
+        let s = sparsity;
+        let values = ctx.dat_zeros::<T>(name, &s.slots, 1)?;
+        let pos: Vec<u32> = (0..s.rows.size())
+            .map(|r| match s.diagonal[r] {
+                u32::MAX => s.width as u32,
+                d => d - (r * s.width) as u32,
+            })
+            .collect();
+        let diag = ctx.dat(&format!("{name} diagonal slot"), &s.rows, 1, &pos)?;
+        Ok(Mat {
+            sparsity: s.clone(),
+            values,
+            diag,
+        })
+    }
+
+    /// The sparsity.
+    pub fn sparsity(&self) -> &Sparsity {
+        &self.sparsity
+    }
+
+    /// The argument that adds a local matrix to the entries (`rows[e, i]`, `cols[e, j]`):
+    /// PyOP2's `mat(INC, (rows[i], cols[j]))`. The kernel sees it as
+    /// `ptr<function, array<T, ra * ca>>`, row-major (entry `i * ca + j`), starting at zero.
+    /// A pair the sparsity was not built from is an error naming it.
+    pub fn inc(&self, rows: &Map, cols: &Map) -> Result<Arg> {
+        let s = &self.sparsity;
+        let (_, _, m) = s
+            .pairs
+            .iter()
+            .find(|(r, c, _)| *r == rows.id() && *c == cols.id())
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "Mat `{}`: its sparsity `{}` was not built from the pair (`{}`, `{}`); \
+                     give that pair to Sparsity::new",
+                    self.values.name(),
+                    s.name,
+                    rows.name(),
+                    cols.name()
+                ))
+            })?;
+        Ok(self.values.all(m).inc())
+    }
+
+    /// Zeros every entry, as a par_loop.
+    #[track_caller]
+    pub fn zero(&self, ctx: &Context) -> Result<()> {
+        ctx.zero(&self.values)
+    }
+
+    /// Zeros `rows` (indices into the row set) and puts `diagonal` on their diagonal, as a
+    /// par_loop over a Subset of the rows (PyOP2's `zero_rows`): Dirichlet conditions. A row
+    /// out of range or without a diagonal entry is an error naming it.
+    #[track_caller]
+    pub fn zero_rows(&self, ctx: &Context, rows: &[u32], diagonal: T) -> Result<()> {
+        let s = &self.sparsity;
+        if let Some(&r) = rows
+            .iter()
+            .find(|&&r| s.diagonal.get(r as usize) == Some(&u32::MAX))
+        {
+            return Err(Error::Usage(format!(
+                "Mat `{}`: row {r} has no diagonal entry in sparsity `{}`, so zero_rows cannot \
+                 put a value there",
+                self.values.name(),
+                s.name
+            )));
+        }
+        let subset = Subset::new(format!("{} zeroed rows", self.values.name()), &s.rows, rows)?;
+        let t = T::DTYPE;
+        let w = s.width;
+        let d = ctx.global(
+            &format!("{} zero_rows diagonal", self.values.name()),
+            &[diagonal],
+        )?;
+        let name = format!("pl_zero_rows_{t}_{w}");
+        let k = Kernel::new(
+            &name,
+            format!(
+                "fn {name}(d: ptr<function, array<{t}, 1>>, at: ptr<function, array<u32, 1>>, \
+                 v: ptr<function, array<{t}, {w}>>) {{
+    for (var s = 0u; s < {w}u; s++) {{ (*v)[s] = select({t}(), (*d)[0], s == (*at)[0]); }}
+}}
+"
+            ),
+        );
+        let args = [
+            d.read(),
+            self.diag.read(),
+            self.values.all(&s.row_slots).write(),
+        ];
+        ctx.par_loop(&k, &subset, &args)
+    }
+
+    /// The diagonal as a new Dat on the rows (0 where a row has none), as a par_loop.
+    #[track_caller]
+    pub fn diagonal(&self, ctx: &Context) -> Result<Dat<T>> {
+        let s = &self.sparsity;
+        let (t, w) = (T::DTYPE, s.width);
+        let out = ctx.dat_zeros::<T>(&format!("{} diagonal", self.values.name()), &s.rows, 1)?;
+        let name = format!("pl_diagonal_{t}_{w}");
+        let k = Kernel::new(
+            &name,
+            format!(
+                "fn {name}(v: ptr<function, array<{t}, {w}>>, at: ptr<function, array<u32, 1>>, \
+                 d: ptr<function, array<{t}, 1>>) {{
+    (*d)[0] = {t}();
+    for (var s = 0u; s < {w}u; s++) {{ if (s == (*at)[0]) {{ (*d)[0] = (*v)[s]; }} }}
+}}
+"
+            ),
+        );
+        let args = [
+            self.values.all(&s.row_slots).read(),
+            self.diag.read(),
+            out.write(),
+        ];
+        ctx.par_loop(&k, &s.rows, &args)?;
+        Ok(out)
+    }
+
+    /// y = A x, as a par_loop over the rows (x on the columns, y on the rows).
+    #[track_caller]
+    pub fn mult(&self, ctx: &Context, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
+        let s = &self.sparsity;
+        for (v, set, what) in [(x, &s.cols, "x"), (y, &s.rows, "y")] {
+            if v.set().id() != set.id() || v.dim() != 1 {
+                return Err(Error::Usage(format!(
+                    "Mat `{}` times `{}` into `{}`: {what} must be a Dat of dim 1 on `{}`; `{}` \
+                     has dim {} on `{}`",
+                    self.values.name(),
+                    x.name(),
+                    y.name(),
+                    set.name(),
+                    v.name(),
+                    v.dim(),
+                    v.set().name()
+                )));
+            }
+        }
+        let (t, w) = (T::DTYPE, s.width);
+        let name = format!("pl_spmv_{t}_{w}");
+        let k = Kernel::new(
+            &name,
+            format!(
+                "fn {name}(v: ptr<function, array<{t}, {w}>>, x: ptr<function, array<{t}, {w}>>, \
+                 y: ptr<function, array<{t}, 1>>) {{
+    var sum = {t}();
+    for (var s = 0u; s < {w}u; s++) {{ sum += (*v)[s] * (*x)[s]; }}
+    (*y)[0] = sum;
+}}
+"
+            ),
+        );
+        let args = [
+            self.values.all(&s.row_slots).read(),
+            x.all(&s.row_cols).read(),
+            y.write(),
+        ];
+        ctx.par_loop(&k, &s.rows, &args)
+    }
+
+    /// Writes the matrix (its entries, not the padding) as a MatrixMarket coordinate file,
+    /// 1-based, which SciPy's `scipy.io.mmread` and MATLAB read. Forces the assembly.
+    pub fn write_matrix_market(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+        let s = &self.sparsity;
+        let v = self.values.data_ro()?;
+        let io = |e: std::io::Error| {
+            Error::Usage(format!(
+                "writing Mat `{}` to {}: {e}",
+                self.values.name(),
+                path.as_ref().display()
+            ))
+        };
+        let f = std::fs::File::create(path.as_ref()).map_err(io)?;
+        let mut f = std::io::BufWriter::new(f);
+        writeln!(f, "%%MatrixMarket matrix coordinate real general").map_err(io)?;
+        writeln!(f, "% {} from parloop", self.values.name()).map_err(io)?;
+        writeln!(f, "{} {} {}", s.rows.size(), s.cols.size(), s.nnz()).map_err(io)?;
+        // `{:?}` writes the shortest text that reads back as the same value.
+        for r in 0..s.rows.size() {
+            for (k, c) in s.row(r).iter().enumerate() {
+                writeln!(f, "{} {} {:?}", r + 1, c + 1, v[r * s.width + k]).map_err(io)?;
+            }
+        }
+        f.flush().map_err(io)
+    }
+}

@@ -1,0 +1,402 @@
+//! Sparse matrices and CG (issue 26) against plain Rust: the pattern of a small mesh by hand;
+//! assembly (racing increments of element matrices) under every strategy, lazy and eager, on a
+//! shuffled mesh with many blocks and colours, entry by entry against a plain-Rust CSR
+//! assembly; y = A x, zero_rows and the diagonal; MatrixMarket output read back; CG against a
+//! plain-Rust CG in f64; and the errors: a pair the sparsity lacks, a row without a diagonal,
+//! wrong vectors, an indefinite matrix, the iteration limit.
+
+mod common;
+
+use common::{ctx, ctx_with, strategies};
+use parloop::linalg::{CgOptions, Mat, Sparsity, cg};
+use parloop::mesh::unit_square;
+use parloop::{Config, Context, Dat, Kernel, Map, Set};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// A mesh's vertices, cells and cell -> vertex map on `ctx`'s declarations.
+fn mesh(n: usize, shuffle: u64) -> (Set, Set, Map, Vec<u32>) {
+    let m = unit_square(n).shuffled(shuffle).0;
+    let (vertices, cells) = (
+        Set::new("vertices", m.nvertices()),
+        Set::new("cells", m.ncells()),
+    );
+    let cv = Map::new("cell_vertices", &cells, &vertices, 3, &m.cells).unwrap();
+    (vertices, cells, cv, m.cells)
+}
+
+/// An element matrix of small integers, different per cell and entry: sums are exact in f32
+/// whatever the order of the increments.
+const ELEMENT: &str = "
+fn element(w: ptr<function, array<f32, 1>>, a: ptr<function, array<f32, 9>>) {
+    for (var i = 0u; i < 3u; i++) {
+        for (var j = 0u; j < 3u; j++) {
+            (*a)[3u * i + j] += (*w)[0] * f32(1u + i + 3u * j);
+        }
+    }
+}
+";
+
+fn weights(ncells: usize) -> Vec<f32> {
+    (0..ncells).map(|c| (c % 7) as f32 - 3.0).collect()
+}
+
+/// The same assembly in plain Rust: (row, column) -> value.
+fn reference(cells: &[u32], w: &[f32]) -> BTreeMap<(u32, u32), f64> {
+    let mut a = BTreeMap::new();
+    for (c, vs) in cells.chunks_exact(3).enumerate() {
+        for i in 0..3 {
+            for j in 0..3 {
+                *a.entry((vs[i], vs[j])).or_insert(0.0) += w[c] as f64 * (1 + i + 3 * j) as f64;
+            }
+        }
+    }
+    a
+}
+
+/// The Mat's entries as (row, column) -> value.
+fn entries(a: &Mat<f32>) -> BTreeMap<(u32, u32), f64> {
+    let s = a.sparsity();
+    let v = a.values.data_ro().unwrap();
+    let mut out = BTreeMap::new();
+    for r in 0..s.rows().size() {
+        for (k, &c) in s.row(r).iter().enumerate() {
+            out.insert((r as u32, c), v[r * s.width() + k] as f64);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_pattern_of_two_triangles() {
+    let (vertices, _, cv, _) = mesh(1, 0);
+    let s = Sparsity::new("s", &vertices, &vertices, &[(&cv, &cv)]).unwrap();
+    let m = unit_square(1).shuffled(0).0;
+    // Each vertex couples with every vertex of its cells.
+    for v in 0..4u32 {
+        let mut want: Vec<u32> = m
+            .cells
+            .chunks(3)
+            .filter(|c| c.contains(&v))
+            .flatten()
+            .copied()
+            .collect();
+        want.sort();
+        want.dedup();
+        assert_eq!(s.row(v as usize), want, "row {v}");
+    }
+    assert_eq!(s.nnz(), 14);
+    assert_eq!(s.width(), 4);
+}
+
+fn assemble(ctx: &Context, n: usize) -> (Mat<f32>, Vec<u32>, Vec<f32>) {
+    let (vertices, cells, cv, flat) = mesh(n, 5);
+    let s = Rc::new(Sparsity::new("s", &vertices, &vertices, &[(&cv, &cv)]).unwrap());
+    let a = Mat::<f32>::new(ctx, "A", &s).unwrap();
+    let w = weights(cells.size());
+    let wd = ctx.dat("w", &cells, 1, &w).unwrap();
+    let k = Kernel::new("element", ELEMENT);
+    ctx.par_loop(&k, &cells, &[wd.read(), a.inc(&cv, &cv).unwrap()])
+        .unwrap();
+    (a, flat, w)
+}
+
+#[test]
+fn assembly_under_every_strategy_lazy_and_eager_equals_plain_rust() {
+    let probe = ctx();
+    for (strategy, staging) in strategies(&probe) {
+        for lazy in [true, false] {
+            let ctx = ctx_with(Config {
+                strategy,
+                staging,
+                lazy,
+                block_size: Some(64),
+                ..Config::from_env().unwrap()
+            });
+            let (a, cells, w) = assemble(&ctx, 24);
+            let want = reference(&cells, &w);
+            assert_eq!(entries(&a), want, "{strategy:?} {staging:?} lazy {lazy}");
+        }
+    }
+}
+
+#[test]
+fn product_rows_diagonal_and_matrix_market() {
+    let ctx = ctx();
+    let (a, cells, w) = assemble(&ctx, 12);
+    let want = reference(&cells, &w);
+    let s = a.sparsity();
+    let n = s.rows().size();
+    let xv: Vec<f32> = (0..n).map(|i| (i % 5) as f32 - 2.0).collect();
+    let x = ctx.dat("x", s.cols(), 1, &xv).unwrap();
+    let y = ctx.dat_zeros::<f32>("y", s.rows(), 1).unwrap();
+    a.mult(&ctx, &x, &y).unwrap();
+    let mut ref_y = vec![0.0f64; n];
+    for (&(r, c), v) in &want {
+        ref_y[r as usize] += v * xv[c as usize] as f64;
+    }
+    let got: Vec<f64> = y.data_ro().unwrap().iter().map(|&v| v as f64).collect();
+    assert_eq!(got, ref_y, "y = A x");
+    // MatrixMarket: every entry once, 1-based, read back.
+    let path = std::env::temp_dir().join(format!("parloop-mm-{}.mtx", std::process::id()));
+    a.write_matrix_market(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    let mut lines = text.lines().filter(|l| !l.starts_with('%'));
+    assert_eq!(lines.next().unwrap(), format!("{n} {n} {}", want.len()));
+    let read: BTreeMap<(u32, u32), f64> = lines
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (r, c): (u32, u32) = (f[0].parse().unwrap(), f[1].parse().unwrap());
+            ((r - 1, c - 1), f[2].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(read, want);
+    // Rows 0 and 3 zeroed with 5 on the diagonal; the diagonal read back.
+    a.zero_rows(&ctx, &[0, 3], 5.0).unwrap();
+    let d = a.diagonal(&ctx).unwrap();
+    let d = d.data_ro().unwrap();
+    let got = entries(&a);
+    for (&(r, c), &v) in &want {
+        let expect = match r {
+            0 | 3 => {
+                if r == c {
+                    5.0
+                } else {
+                    0.0
+                }
+            }
+            _ => v,
+        };
+        assert_eq!(got[&(r, c)], expect, "entry ({r}, {c}) after zero_rows");
+        if r == c {
+            assert_eq!(d[r as usize] as f64, expect, "diagonal {r}");
+        }
+    }
+}
+
+/// The P1 Laplacian of the unit square with Dirichlet rows, in plain Rust (f64) and by a
+/// par_loop, and CG on both.
+#[test]
+fn cg_equals_a_plain_rust_cg() {
+    let ctx = ctx();
+    let n = 16;
+    let m = unit_square(n);
+    let vertices = Set::new("vertices", m.nvertices());
+    let cells = Set::new("cells", m.ncells());
+    let cv = Map::new("cv", &cells, &vertices, 3, &m.cells).unwrap();
+    let s = Rc::new(Sparsity::new("lap", &vertices, &vertices, &[(&cv, &cv)]).unwrap());
+    let a = Mat::<f32>::new(&ctx, "A", &s).unwrap();
+    let x2: Vec<f32> = m.coords_f32();
+    let x = ctx.dat("x", &vertices, 2, &x2).unwrap();
+    let k = Kernel::new(
+        "lap",
+        "fn lap(x: ptr<function, array<f32, 6>>, a: ptr<function, array<f32, 9>>) {
+            let det = ((*x)[2] - (*x)[0]) * ((*x)[5] - (*x)[1]) - ((*x)[4] - (*x)[0]) * ((*x)[3] - (*x)[1]);
+            var gx: array<f32, 3>; var gy: array<f32, 3>;
+            for (var i = 0u; i < 3u; i++) {
+                let j = (i + 1u) % 3u; let k = (i + 2u) % 3u;
+                gx[i] = ((*x)[2u * j + 1u] - (*x)[2u * k + 1u]) / det;
+                gy[i] = ((*x)[2u * k] - (*x)[2u * j]) / det;
+            }
+            for (var i = 0u; i < 9u; i++) {
+                (*a)[i] += abs(det) / 2.0 * (gx[i / 3u] * gx[i % 3u] + gy[i / 3u] * gy[i % 3u]);
+            }
+        }",
+    );
+    ctx.par_loop(&k, &cells, &[x.all(&cv).read(), a.inc(&cv, &cv).unwrap()])
+        .unwrap();
+    let boundary: Vec<u32> = (0..m.nvertices() as u32)
+        .filter(|&v| {
+            let c = m.coords[v as usize];
+            c[0] == 0.0 || c[0] == 1.0 || c[1] == 0.0 || c[1] == 1.0
+        })
+        .collect();
+    a.zero_rows(&ctx, &boundary, 1.0).unwrap();
+    // b = 1 inside, 0 on the boundary.
+    let bv: Vec<f32> = (0..m.nvertices() as u32)
+        .map(|v| if boundary.contains(&v) { 0.0 } else { 1.0 })
+        .collect();
+    let b = ctx.dat("b", &vertices, 1, &bv).unwrap();
+    let u = ctx.dat_zeros::<f32>("u", &vertices, 1).unwrap();
+    let opts = CgOptions {
+        rtol: 1e-6,
+        max_iterations: 500,
+        check_every: 5,
+    };
+    let report = cg(&ctx, &a, &b, &u, None, &opts).unwrap();
+    // Plain Rust: the same matrix in f64 from the mesh, the same CG, to 1e-12.
+    let nv = m.nvertices();
+    let mut rows: Vec<BTreeMap<usize, f64>> = vec![BTreeMap::new(); nv];
+    for c in m.cells.chunks_exact(3) {
+        let p = [0, 1, 2].map(|i| m.coords[c[i] as usize]);
+        let det =
+            (p[1][0] - p[0][0]) * (p[2][1] - p[0][1]) - (p[2][0] - p[0][0]) * (p[1][1] - p[0][1]);
+        let g: Vec<[f64; 2]> = (0..3)
+            .map(|i| {
+                let (j, k) = ((i + 1) % 3, (i + 2) % 3);
+                [(p[j][1] - p[k][1]) / det, (p[k][0] - p[j][0]) / det]
+            })
+            .collect();
+        for i in 0..3 {
+            for j in 0..3 {
+                *rows[c[i] as usize].entry(c[j] as usize).or_insert(0.0) +=
+                    det.abs() / 2.0 * (g[i][0] * g[j][0] + g[i][1] * g[j][1]);
+            }
+        }
+    }
+    for &v in &boundary {
+        rows[v as usize] = BTreeMap::from([(v as usize, 1.0)]);
+    }
+    let mul = |x: &[f64]| -> Vec<f64> {
+        rows.iter()
+            .map(|r| r.iter().map(|(&c, v)| v * x[c]).sum())
+            .collect()
+    };
+    let dot = |a: &[f64], b: &[f64]| -> f64 { a.iter().zip(b).map(|(x, y)| x * y).sum() };
+    let b64: Vec<f64> = bv.iter().map(|&v| v as f64).collect();
+    let (mut xr, mut r, mut p) = (vec![0.0; nv], b64.clone(), b64.clone());
+    let mut rr = dot(&r, &r);
+    let mut iterations = 0;
+    while rr.sqrt() > 1e-12 * dot(&b64, &b64).sqrt() {
+        let q = mul(&p);
+        let alpha = rr / dot(&p, &q);
+        for i in 0..nv {
+            xr[i] += alpha * p[i];
+            r[i] -= alpha * q[i];
+        }
+        let next = dot(&r, &r);
+        for i in 0..nv {
+            p[i] = r[i] + next / rr * p[i];
+        }
+        rr = next;
+        iterations += 1;
+    }
+    let got = u.data_ro().unwrap();
+    let scale = xr.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let diff = got
+        .iter()
+        .zip(&xr)
+        .map(|(g, w)| (*g as f64 - w).abs())
+        .fold(0.0, f64::max);
+    assert!(
+        diff < 1e-4 * scale,
+        "CG differs from plain Rust by {diff} (scale {scale})"
+    );
+    let last = report.residuals.last().unwrap();
+    assert!(last.1 <= 1e-6 && last.0 == report.iterations, "{report:?}");
+    // f32 needs about the iterations f64 needs to reach 1e-6 (f64 went on to 1e-12).
+    assert!(
+        report.iterations <= iterations,
+        "{} vs {iterations}",
+        report.iterations
+    );
+    assert!(report.iterations >= 10, "{report:?}");
+}
+
+/// A 2 x 2 diagonal matrix with the given diagonal, on its own set.
+fn diagonal_matrix(ctx: &Context, d: &[f32]) -> (Mat<f32>, Set) {
+    let s = Set::new("s", d.len());
+    let id: Vec<u32> = (0..d.len() as u32).collect();
+    let m = Map::new("id", &s, &s, 1, &id).unwrap();
+    let sp = Rc::new(Sparsity::new("diag", &s, &s, &[(&m, &m)]).unwrap());
+    let a = Mat::<f32>::new(ctx, "D", &sp).unwrap();
+    let dd = ctx.dat("d", &s, 1, d).unwrap();
+    let k = Kernel::new(
+        "put",
+        "fn put(d: ptr<function, array<f32, 1>>, a: ptr<function, array<f32, 1>>) { (*a)[0] += (*d)[0]; }",
+    );
+    ctx.par_loop(&k, &s, &[dd.read(), a.inc(&m, &m).unwrap()])
+        .unwrap();
+    (a, s)
+}
+
+#[test]
+fn errors_name_what_is_wrong() {
+    let ctx = ctx();
+    let (vertices, cells, cv, _) = mesh(2, 0);
+    let other = Map::new("other", &cells, &vertices, 3, cv.values()).unwrap();
+    let s = Rc::new(Sparsity::new("s", &vertices, &vertices, &[(&cv, &cv)]).unwrap());
+    let a = Mat::<f32>::new(&ctx, "A", &s).unwrap();
+    let e = a.inc(&other, &cv).err().expect("refused").to_string();
+    assert!(
+        e.contains("was not built from the pair (`other`, `cell_vertices`)"),
+        "{e}"
+    );
+    // A rectangular pattern (cells x vertices) has no diagonal.
+    let one = Map::new(
+        "first",
+        &cells,
+        &cells,
+        1,
+        &(0..cells.size() as u32).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let rect = Rc::new(Sparsity::new("r", &cells, &vertices, &[(&one, &cv)]).unwrap());
+    let r = Mat::<f32>::new(&ctx, "R", &rect).unwrap();
+    let e = r
+        .zero_rows(&ctx, &[2], 1.0)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("row 2 has no diagonal entry"), "{e}");
+    let wrong: Dat<f32> = ctx.dat_zeros("w", &cells, 1).unwrap();
+    let y = ctx.dat_zeros::<f32>("y", &vertices, 1).unwrap();
+    let e = a.mult(&ctx, &wrong, &y).err().expect("refused").to_string();
+    assert!(e.contains("x must be a Dat of dim 1 on `vertices`"), "{e}");
+    let e = Sparsity::new("bad", &cells, &vertices, &[(&cv, &cv)])
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("pair 0: map `cell_vertices` goes to `vertices`"),
+        "{e}"
+    );
+    // An indefinite matrix: p.Ap = 0 on the first step.
+    let (d, s) = diagonal_matrix(&ctx, &[1.0, -1.0]);
+    let b = ctx.dat("b", &s, 1, &[1.0f32, 1.0]).unwrap();
+    let x = ctx.dat_zeros::<f32>("x", &s, 1).unwrap();
+    let opts = CgOptions {
+        check_every: 1,
+        ..CgOptions::default()
+    };
+    let e = cg(&ctx, &d, &b, &x, None, &opts)
+        .err()
+        .expect("breakdown")
+        .to_string();
+    assert!(
+        e.contains("cg broke down between iterations 0 and 1"),
+        "{e}"
+    );
+    // The iteration limit.
+    let (d, s) = diagonal_matrix(&ctx, &[1.0, 2.0, 3.0, 4.0]);
+    let b = ctx.dat("b", &s, 1, &[1.0f32; 4]).unwrap();
+    let x = ctx.dat_zeros::<f32>("x", &s, 1).unwrap();
+    let opts = CgOptions {
+        max_iterations: 2,
+        rtol: 1e-9,
+        check_every: 1,
+    };
+    let e = cg(&ctx, &d, &b, &x, None, &opts)
+        .err()
+        .expect("limit")
+        .to_string();
+    assert!(e.contains("did not converge in 2 iterations"), "{e}");
+    // Jacobi makes a diagonal matrix one step.
+    let x = ctx.dat_zeros::<f32>("x2", &s, 1).unwrap();
+    let diag = d.diagonal(&ctx).unwrap();
+    let rep = cg(
+        &ctx,
+        &d,
+        &b,
+        &x,
+        Some(&diag),
+        &CgOptions {
+            check_every: 1,
+            ..CgOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(rep.iterations, 1, "{rep:?}");
+    assert_eq!(&*x.data_ro().unwrap(), &[1.0, 0.5, 1.0 / 3.0, 0.25]);
+}
