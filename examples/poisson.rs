@@ -4,11 +4,13 @@
 //! `cargo run --release --example poisson` solves the manufactured problem
 //! u = sin(pi x) sin(pi y) on the unit square (`--n` squares per side) and reports the L2
 //! error; `--mesh FILE.msh` solves it on your own mesh of triangles, with u given on the
-//! boundary facets of `--dirichlet GROUP` (default: the whole boundary). `--precision f64` runs
+//! boundary facets of `--dirichlet GROUP` (default: the whole boundary) and its normal
+//! derivative (a Neumann condition) on the rest. `--precision f64` runs
 //! in double precision (an adapter with f64). u and its error go to out/poisson/ for ParaView.
 
 use clap::Parser;
 use parloop::linalg::{CgOptions, Mat, SolveReport, Sparsity, cg};
+use parloop::mesh::geometry::facet_geometry;
 use parloop::mesh::topology::MeshData;
 use parloop::mesh::vtk::{Field, write_vtu};
 use parloop::mesh::{CellType, Mesh, gmsh, unit_square};
@@ -50,6 +52,13 @@ pub fn source(x: [f64; 3]) -> f64 {
     2.0 * PI * PI * exact(x)
 }
 
+/// Its gradient.
+pub fn gradient(x: [f64; 3]) -> [f64; 2] {
+    let (sx, sy) = ((PI * x[0]).sin(), (PI * x[1]).sin());
+    let (cx, cy) = ((PI * x[0]).cos(), (PI * x[1]).cos());
+    [PI * cx * sy, PI * sx * cy]
+}
+
 /// P1 on a triangle: the element matrix area grad(phi_i) . grad(phi_j) and the load
 /// area / 3 f(x_i) (the vertex rule), for the coordinates `x` and the source's values `f`.
 const ASSEMBLE: &str = "
@@ -83,10 +92,11 @@ pub struct Solution {
     pub per_iteration: [f64; 4],
 }
 
-/// The vertices of the boundary facets of group `dirichlet` (all boundary facets if None).
-fn dirichlet_vertices(md: &MeshData, dirichlet: Option<&str>) -> Result<Vec<u32>> {
-    let facets: Vec<u32> = match dirichlet {
-        None => (0..md.boundary.size() as u32).collect(),
+/// The boundary facets of group `dirichlet` (all of them if None), as indices of
+/// `md.boundary`.
+fn dirichlet_facets(md: &MeshData, dirichlet: Option<&str>) -> Result<Vec<u32>> {
+    match dirichlet {
+        None => Ok((0..md.boundary.size() as u32).collect()),
         Some(name) => {
             let g = md
                 .groups
@@ -99,17 +109,9 @@ fn dirichlet_vertices(md: &MeshData, dirichlet: Option<&str>) -> Result<Vec<u32>
                          condition; the mesh's groups: {names:?}"
                     ))
                 })?;
-            g.indices().to_vec()
+            Ok(g.indices().to_vec())
         }
-    };
-    let bv = md.boundary_vertices.values();
-    let mut v: Vec<u32> = facets
-        .iter()
-        .flat_map(|&f| bv[2 * f as usize..2 * f as usize + 2].iter().copied())
-        .collect();
-    v.sort_unstable();
-    v.dedup();
-    Ok(v)
+    }
 }
 
 /// Solves the manufactured problem on `mesh` in `T`, u = exact on the Dirichlet vertices.
@@ -150,12 +152,58 @@ pub fn solve<T: Real>(
         b.all(cv).inc(),
     ];
     ctx.par_loop(&Kernel::new("assemble", src), &md.cells, &args)?;
+    // Neumann data on the other boundary facets: b_i += |f| / 2 grad(u) . n at the facet's
+    // midpoint, for both its vertices.
+    let on_dirichlet = dirichlet_facets(&md, dirichlet)?;
+    let mut flux = vec![T::default(); md.boundary.size()];
+    if on_dirichlet.len() < md.boundary.size() {
+        let g = facet_geometry(ctx, mesh.cell_type, &md.boundary_vertices, &x)?;
+        let (n, c, m) = (
+            g.normal.data_ro()?,
+            g.centroid.data_ro()?,
+            g.measure.data_ro()?,
+        );
+        for (f, v) in flux.iter_mut().enumerate() {
+            let at = [c[2 * f].to_f64(), c[2 * f + 1].to_f64(), 0.0];
+            let [gx, gy] = gradient(at);
+            let gn = gx * n[2 * f].to_f64() + gy * n[2 * f + 1].to_f64();
+            *v = T::from_f64(gn * m[f].to_f64() / 2.0);
+        }
+        for &f in &on_dirichlet {
+            flux[f as usize] = T::default();
+        }
+        let flux = ctx.dat("neumann", &md.boundary, 1, &flux)?;
+        let t = T::DTYPE;
+        let k = Kernel::new(
+            "neumann",
+            format!(
+                "fn neumann(g: ptr<function, array<{t}, 1>>, b: ptr<function, array<{t}, 2>>) {{
+                    (*b)[0] += (*g)[0]; (*b)[1] += (*g)[0];
+                }}"
+            ),
+        );
+        let args = [flux.read(), b.all(&md.boundary_vertices).inc()];
+        ctx.par_loop(&k, &md.boundary, &args)?;
+    }
     // Dirichlet rows: 1 on the diagonal, u's value in b and in the initial guess, so CG works
-    // on the interior unknowns (their residual alone is nonzero) and the system stays symmetric
-    // there.
-    let fixed = dirichlet_vertices(&md, dirichlet)?;
+    // on the other unknowns (their residual alone is nonzero) and the system stays symmetric
+    // there. A vertex in no cell (Gmsh keeps points such as a circle's centre) is fixed at 0.
+    let bv = md.boundary_vertices.values();
+    let mut fixed: Vec<u32> = on_dirichlet
+        .iter()
+        .flat_map(|&f| bv[2 * f as usize..2 * f as usize + 2].iter().copied())
+        .collect();
+    let mut in_cell = vec![false; mesh.nvertices()];
+    mesh.cells.iter().for_each(|&v| in_cell[v as usize] = true);
+    let orphans: Vec<u32> = (0..mesh.nvertices() as u32)
+        .filter(|&v| !in_cell[v as usize])
+        .collect();
+    fixed.extend(&orphans);
+    fixed.sort_unstable();
+    fixed.dedup();
     a.zero_rows(ctx, &fixed, T::from_f64(1.0))?;
-    let g = values(&exact);
+    let mut g = values(&exact);
+    orphans.iter().for_each(|&v| g[v as usize] = T::default());
     let mut u0 = vec![T::default(); mesh.nvertices()];
     {
         let mut bv = b.data()?;

@@ -1,7 +1,9 @@
 //! The Poisson example (examples/poisson.rs) on a manufactured solution,
 //! u = sin(pi x) sin(pi y): the L2 error falls as h^2 over three refinements (f32) and four
-//! (f64, where the adapter has it); on the Gmsh channel (u given on the whole boundary) the
-//! error is that of a mesh of its size; a mesh of other cells or an unknown group is refused.
+//! (f64, where the adapter has it) on jittered meshes, where CG must work; on the Gmsh channel,
+//! with u given on the whole boundary or on the inlet only (its normal derivative on the rest),
+//! the error is that of a mesh of its size; a vertex in no cell is left out; a mesh of other
+//! cells or an unknown group is refused.
 
 mod common;
 
@@ -34,10 +36,10 @@ fn rates<T: Real>(ns: &[usize], rtol: f64) -> Vec<f64> {
 #[test]
 fn second_order_convergence_of_the_manufactured_solution() {
     let r = rates::<f32>(&[8, 16, 32], 1e-6);
-    assert!(r.iter().all(|&r| r > 1.8 && r < 2.3), "f32 rates {r:?}");
+    assert!(r.iter().all(|&r| r > 1.7 && r < 2.3), "f32 rates {r:?}");
     if common::ctx().gpu().f64() {
         let r = rates::<f64>(&[8, 16, 32, 64], 1e-10);
-        assert!(r.iter().all(|&r| r > 1.9 && r < 2.1), "f64 rates {r:?}");
+        assert!(r.iter().all(|&r| r > 1.8 && r < 2.2), "f64 rates {r:?}");
     }
 }
 
@@ -49,6 +51,19 @@ fn the_channel_with_dirichlet_groups_and_refusals() {
     let s = solve::<f32>(&ctx, &mesh, None, &opts).unwrap();
     // h is 0.03 (0.01 at the cylinder): the error is that of the unit square at n = 32 or so.
     assert!(s.l2_error < 2e-3, "L2 error {}", s.l2_error);
+    // u on the inlet only, its normal derivative on the rest of the boundary.
+    let neumann = solve::<f32>(&ctx, &mesh, Some("inlet"), &opts).unwrap();
+    assert!(neumann.l2_error < 2e-3, "L2 error {}", neumann.l2_error);
+    // A vertex in no cell (Gmsh keeps such points) is left out.
+    let mut extra = mesh.clone();
+    extra.coords.push([5.0, 5.0, 0.0]);
+    let s2 = solve::<f32>(&ctx, &extra, None, &opts).unwrap();
+    assert!(
+        (s2.l2_error - s.l2_error).abs() < 1e-6,
+        "{} vs {}",
+        s2.l2_error,
+        s.l2_error
+    );
     let e = solve::<f32>(&ctx, &mesh, Some("exit"), &opts)
         .err()
         .expect("refused")

@@ -10,10 +10,13 @@ use std::rc::Rc;
 /// A sparse matrix of `T` (f32, or f64 where the adapter has it).
 pub struct Mat<T: Real> {
     sparsity: Rc<Sparsity>,
-    /// The values, one per nonzero slot (padding slots stay 0).
+    /// The values, one per nonzero slot: row r's entries in its first `sparsity().row(r)`
+    /// slots; the padding slots after them are never read.
     pub values: Dat<T>,
     /// Each row's diagonal position within its slots (`width`: none), for the kernels.
     diag: Dat<u32>,
+    /// Each row's number of entries, for the kernels.
+    count: Dat<u32>,
 }
 
 impl<T: Real> Mat<T> {
@@ -28,10 +31,12 @@ impl<T: Real> Mat<T> {
             })
             .collect();
         let diag = ctx.dat(&format!("{name} diagonal slot"), &s.rows, 1, &pos)?;
+        let count = ctx.dat(&format!("{name} row lengths"), &s.rows, 1, &s.counts)?;
         Ok(Mat {
             sparsity: s.clone(),
             values,
             diag,
+            count,
         })
     }
 
@@ -69,9 +74,10 @@ impl<T: Real> Mat<T> {
         ctx.zero(&self.values)
     }
 
-    /// Zeros `rows` (indices into the row set) and puts `diagonal` on their diagonal, as a
-    /// par_loop over a Subset of the rows (PyOP2's `zero_rows`): Dirichlet conditions. A row
-    /// out of range or without a diagonal entry is an error naming it.
+    /// Zeros `rows` (indices into the row set, in any order, repeats allowed) and puts
+    /// `diagonal` on their diagonal, as a par_loop over a Subset of the rows (PyOP2's
+    /// `zero_rows`): Dirichlet conditions. A row out of range or without a diagonal entry (a
+    /// rectangular pattern) is an error naming it.
     #[track_caller]
     pub fn zero_rows(&self, ctx: &Context, rows: &[u32], diagonal: T) -> Result<()> {
         let s = &self.sparsity;
@@ -86,7 +92,14 @@ impl<T: Real> Mat<T> {
                 s.name
             )));
         }
-        let subset = Subset::new(format!("{} zeroed rows", self.values.name()), &s.rows, rows)?;
+        let mut rows = rows.to_vec();
+        rows.sort_unstable();
+        rows.dedup(); // the vertices of boundary facets name most of them twice
+        let subset = Subset::new(
+            format!("{} zeroed rows", self.values.name()),
+            &s.rows,
+            &rows,
+        )?;
         let t = T::DTYPE;
         let w = s.width;
         let d = ctx.global(
@@ -143,6 +156,14 @@ impl<T: Real> Mat<T> {
     #[track_caller]
     pub fn mult(&self, ctx: &Context, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
         let s = &self.sparsity;
+        if x.inner.id == y.inner.id {
+            return Err(Error::Usage(format!(
+                "Mat `{}` times `{}` into the same Dat: y = A x needs x and y apart (x is read \
+                 through the columns while y is written)",
+                self.values.name(),
+                x.name()
+            )));
+        }
         for (v, set, what) in [(x, &s.cols, "x"), (y, &s.rows, "y")] {
             if v.set().id() != set.id() || v.dim() != 1 {
                 return Err(Error::Usage(format!(
@@ -163,10 +184,10 @@ impl<T: Real> Mat<T> {
         let k = Kernel::new(
             &name,
             format!(
-                "fn {name}(v: ptr<function, array<{t}, {w}>>, x: ptr<function, array<{t}, {w}>>, \
-                 y: ptr<function, array<{t}, 1>>) {{
+                "fn {name}(v: ptr<function, array<{t}, {w}>>, n: ptr<function, array<u32, 1>>, \
+                 x: ptr<function, array<{t}, {w}>>, y: ptr<function, array<{t}, 1>>) {{
     var sum = {t}();
-    for (var s = 0u; s < {w}u; s++) {{ sum += (*v)[s] * (*x)[s]; }}
+    for (var s = 0u; s < {w}u; s++) {{ if (s < (*n)[0]) {{ sum += (*v)[s] * (*x)[s]; }} }}
     (*y)[0] = sum;
 }}
 "
@@ -174,6 +195,7 @@ impl<T: Real> Mat<T> {
         );
         let args = [
             self.values.all(&s.row_slots).read(),
+            self.count.read(),
             x.all(&s.row_cols).read(),
             y.write(),
         ];

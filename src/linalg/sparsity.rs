@@ -36,8 +36,10 @@ pub struct Sparsity {
 
 impl Sparsity {
     /// The pattern of `rows` x `cols` from `pairs` of (row map into `rows`, column map into
-    /// `cols`) over one iteration set each. A map into another set, a pair over two iteration
-    /// sets, a distributed set (not supported yet) and empty sets are errors naming them.
+    /// `cols`) over one iteration set each; a square pattern (rows and columns one set) holds
+    /// every diagonal entry too. A map into another set, a pair over two iteration sets, a
+    /// distributed set (not supported yet), empty sets and a row so long that padding every row
+    /// to it would take over 16 times the entries (and 256 wide) are errors naming them.
     pub fn new(name: &str, rows: &Set, cols: &Set, pairs: &[(&Map, &Map)]) -> Result<Sparsity> {
         let wrong = |why: String| Err(Error::Data(format!("Sparsity `{name}`: {why}")));
         if rows.size() == 0 || cols.size() == 0 {
@@ -50,9 +52,10 @@ impl Sparsity {
             ));
         }
         for s in [rows, cols] {
-            if s.global_ids().is_some() {
+            if s.global_ids().is_some() || s.total() != s.size() {
                 return wrong(format!(
-                    "set `{}` is distributed; matrices on N ranks are not supported yet",
+                    "set `{}` is distributed or has halo sections; matrices on N ranks are not \
+                     supported yet",
                     s.name()
                 ));
             }
@@ -95,17 +98,42 @@ impl Sparsity {
                 }
             }
         }
-        for l in &mut lists {
+        let same = rows.id() == cols.id();
+        for (r, l) in lists.iter_mut().enumerate() {
+            // A square pattern holds every diagonal entry (a row no element reaches, such as a
+            // vertex in no cell, then gets one for zero_rows).
+            if same {
+                l.push(r as u32);
+            }
             l.sort_unstable();
             l.dedup();
         }
-        let width = lists.iter().map(Vec::len).max().unwrap_or(0).max(1);
         let nrows = rows.size();
+        let (longest, width) = lists
+            .iter()
+            .enumerate()
+            .map(|(r, l)| (r, l.len()))
+            .max_by_key(|&(_, n)| n)
+            .map_or((0, 1), |(r, n)| (r, n.max(1)));
+        let nnz: usize = lists.iter().map(Vec::len).sum();
+        // Padded storage: every row as long as the longest. One dense row (a Lagrange
+        // multiplier's) would make it quadratic.
+        let padded = nrows.checked_mul(width).filter(|&p| p < u32::MAX as usize);
+        if padded.is_none_or(|p| width > 256 && p > 16 * nnz) {
+            return wrong(format!(
+                "row {longest} has {width} entries against {:.1} on average: padded to that \
+                 width, the {nrows} rows would take {} slots for {nnz} entries; parloop's \
+                 matrices store every row at the longest row's width, so one long row (a \
+                 Lagrange multiplier, a mesh pole) does not fit: eliminate it or split the \
+                 operator",
+                nnz as f64 / nrows as f64,
+                nrows as u128 * width as u128
+            ));
+        }
         let slots = Set::new(format!("{name} nonzeros"), nrows * width);
         let mut slot_values = Vec::with_capacity(nrows * width);
         let mut col_values = Vec::with_capacity(nrows * width);
         let mut diagonal = vec![u32::MAX; nrows];
-        let same = rows.id() == cols.id();
         for (r, l) in lists.iter().enumerate() {
             let pad = l.last().copied().unwrap_or(0);
             for s in 0..width {
