@@ -78,13 +78,14 @@ fn pl_cg_step_{t}(rz: ptr<function, array<{t}, 1>>, pq: ptr<function, array<{t},
                   p: ptr<function, array<{t}, 1>>, q: ptr<function, array<{t}, 1>>,
                   x: ptr<function, array<{t}, 1>>, r: ptr<function, array<{t}, 1>>) {{
     // Exact convergence between two checks makes r, then p, zero: the step is then 0, not 0/0.
-    let alpha = select({t}(), (*rz)[0] / (*pq)[0], (*pq)[0] != {t}());
+    // (p.Ap = 0 with r.z != 0 is a breakdown, and stays one: the division gives inf.)
+    let alpha = select((*rz)[0] / (*pq)[0], {t}(), (*rz)[0] == {t}());
     (*x)[0] += alpha * (*p)[0];
     (*r)[0] -= alpha * (*q)[0];
 }}
 fn pl_cg_direction_{t}(rz: ptr<function, array<{t}, 1>>, old: ptr<function, array<{t}, 1>>,
                        z: ptr<function, array<{t}, 1>>, p: ptr<function, array<{t}, 1>>) {{
-    let beta = select({t}(), (*rz)[0] / (*old)[0], (*old)[0] != {t}());
+    let beta = select((*rz)[0] / (*old)[0], {t}(), (*rz)[0] == {t}());
     (*p)[0] = (*z)[0] + beta * (*p)[0];
 }}
 "
