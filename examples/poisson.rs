@@ -9,7 +9,7 @@
 //! in double precision (an adapter with f64). u and its error go to out/poisson/ for ParaView.
 
 use clap::Parser;
-use parloop::linalg::{CgOptions, Mat, SolveReport, Sparsity, cg};
+use parloop::linalg::{SolveOptions, Mat, SolveReport, Sparsity, cg};
 use parloop::mesh::geometry::facet_geometry;
 use parloop::mesh::topology::MeshData;
 use parloop::mesh::vtk::{Field, write_vtu};
@@ -119,7 +119,7 @@ pub fn solve<T: Real>(
     ctx: &Context,
     mesh: &Mesh,
     dirichlet: Option<&str>,
-    opts: &CgOptions,
+    opts: &SolveOptions,
 ) -> Result<Solution> {
     if mesh.cell_type != CellType::Triangle {
         return Err(Error::Usage(format!(
@@ -258,9 +258,9 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         a.precision,
         ctx.adapter()
     );
-    let opts = CgOptions {
+    let opts = SolveOptions {
         rtol: a.rtol,
-        ..CgOptions::default()
+        ..SolveOptions::default()
     };
     let t = std::time::Instant::now();
     let dirichlet = a.dirichlet.as_deref();

@@ -8,7 +8,7 @@
 mod common;
 
 use common::{ctx, ctx_with, strategies};
-use parloop::linalg::{CgOptions, Mat, Sparsity, cg};
+use parloop::linalg::{SolveOptions, Mat, Sparsity, cg};
 use parloop::mesh::unit_square;
 use parloop::{Config, Context, Dat, Kernel, Map, Set};
 use std::collections::BTreeMap;
@@ -231,7 +231,7 @@ fn cg_equals_a_plain_rust_cg() {
         .collect();
     let b = ctx.dat("b", &vertices, 1, &bv).unwrap();
     let u = ctx.dat_zeros::<f32>("u", &vertices, 1).unwrap();
-    let opts = CgOptions {
+    let opts = SolveOptions {
         rtol: 1e-6,
         max_iterations: 500,
         check_every: 5,
@@ -368,9 +368,9 @@ fn errors_name_what_is_wrong() {
     let (d, s) = diagonal_matrix(&ctx, &[1.0, -1.0]);
     let b = ctx.dat("b", &s, 1, &[1.0f32, 1.0]).unwrap();
     let x = ctx.dat_zeros::<f32>("x", &s, 1).unwrap();
-    let opts = CgOptions {
+    let opts = SolveOptions {
         check_every: 1,
-        ..CgOptions::default()
+        ..SolveOptions::default()
     };
     let e = cg(&ctx, &d, &b, &x, None, &opts)
         .err()
@@ -384,7 +384,7 @@ fn errors_name_what_is_wrong() {
     let (d, s) = diagonal_matrix(&ctx, &[1.0, 2.0, 3.0, 4.0]);
     let b = ctx.dat("b", &s, 1, &[1.0f32; 4]).unwrap();
     let x = ctx.dat_zeros::<f32>("x", &s, 1).unwrap();
-    let opts = CgOptions {
+    let opts = SolveOptions {
         max_iterations: 2,
         rtol: 1e-9,
         check_every: 1,
@@ -403,9 +403,9 @@ fn errors_name_what_is_wrong() {
         &b,
         &x,
         Some(&diag),
-        &CgOptions {
+        &SolveOptions {
             check_every: 1,
-            ..CgOptions::default()
+            ..SolveOptions::default()
         },
     )
     .unwrap();

@@ -12,15 +12,15 @@ mod common;
 mod poisson;
 
 use parloop::Real;
-use parloop::linalg::CgOptions;
+use parloop::linalg::SolveOptions;
 use parloop::mesh::{gmsh, unit_cube_tets, unit_square};
 use poisson::solve;
 
 fn rates<T: Real>(ns: &[usize], rtol: f64) -> Vec<f64> {
     let ctx = common::ctx();
-    let opts = CgOptions {
+    let opts = SolveOptions {
         rtol,
-        ..CgOptions::default()
+        ..SolveOptions::default()
     };
     let errors: Vec<f64> = ns
         .iter()
@@ -47,7 +47,7 @@ fn second_order_convergence_of_the_manufactured_solution() {
 fn the_channel_with_dirichlet_groups_and_refusals() {
     let ctx = common::ctx();
     let mesh = gmsh::read_file(concat!(env!("CARGO_MANIFEST_DIR"), "/data/channel.msh")).unwrap();
-    let opts = CgOptions::default();
+    let opts = SolveOptions::default();
     let s = solve::<f32>(&ctx, &mesh, None, &opts).unwrap();
     // h is 0.03 (0.01 at the cylinder): the error is that of the unit square at n = 32 or so.
     assert!(s.l2_error < 2e-3, "L2 error {}", s.l2_error);

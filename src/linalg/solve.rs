@@ -1,0 +1,238 @@
+//! What the Krylov solvers share: the operator, the options, the report, and the frame of a
+//! solve (its checks, ||b|| on the host, the residual read every `check_every` iterations,
+//! the errors, the true residual at the end). The solvers themselves ([`super::cg`],
+//! [`super::bicgstab`]) record only par_loops and dot products: no host round trip inside an
+//! iteration.
+
+use super::Mat;
+use crate::{Context, Dat, Error, Kernel, Real, Result};
+
+/// An operator y = A x: a [`Mat`], or any closure recording par_loops (a matrix-free action).
+pub trait Operator<T: Real> {
+    /// Records y = A x.
+    fn apply(&self, ctx: &Context, x: &Dat<T>, y: &Dat<T>) -> Result<()>;
+}
+
+impl<T: Real> Operator<T> for Mat<T> {
+    fn apply(&self, ctx: &Context, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
+        self.mult(ctx, x, y)
+    }
+}
+
+impl<T: Real, F: Fn(&Context, &Dat<T>, &Dat<T>) -> Result<()>> Operator<T> for F {
+    fn apply(&self, ctx: &Context, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
+        self(ctx, x, y)
+    }
+}
+
+/// When a solver stops, and how often it looks.
+#[derive(Clone, Debug)]
+pub struct SolveOptions {
+    /// Stop when ||r|| <= rtol ||b||, r the residual the solver updates as it goes (as
+    /// PETSc's KSP tests by default; in f32 it can fall below the true residual b - A x,
+    /// which the report gives at the end).
+    pub rtol: f64,
+    /// The most iterations; more is an error.
+    pub max_iterations: usize,
+    /// Read the residual norm every this many iterations (each read is a readback; the
+    /// iterations between run as one lazy batch).
+    pub check_every: usize,
+}
+
+impl Default for SolveOptions {
+    fn default() -> SolveOptions {
+        SolveOptions {
+            rtol: 1e-6,
+            max_iterations: 10_000,
+            check_every: 10,
+        }
+    }
+}
+
+/// What a converged solve did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SolveReport {
+    /// Iterations run.
+    pub iterations: usize,
+    /// (iteration, ||r|| / ||b||) at each check of the updated residual, the first at
+    /// iteration 0.
+    pub residuals: Vec<(usize, f64)>,
+    /// ||b - A x|| / ||b|| at the end, computed afresh.
+    pub true_residual: f64,
+}
+
+/// A solve in progress: the checked inputs, ||b||, the report so far.
+pub(super) struct Frame<'a, T: Real> {
+    ctx: &'a Context,
+    solver: &'static str,
+    b: &'a Dat<T>,
+    x: &'a Dat<T>,
+    opts: &'a SolveOptions,
+    b_norm: f64,
+    first: f64,
+    pub report: SolveReport,
+}
+
+/// r = b - q, the kernel of the residual.
+fn residual_kernel(t: crate::DType) -> Kernel {
+    let name = format!("pl_residual_{t}");
+    Kernel::new(
+        &name,
+        format!(
+            "fn {name}(b: ptr<function, array<{t}, 1>>, q: ptr<function, array<{t}, 1>>, \
+             r: ptr<function, array<{t}, 1>>) {{ (*r)[0] = (*b)[0] - (*q)[0]; }}\n"
+        ),
+    )
+}
+
+impl<'a, T: Real> Frame<'a, T> {
+    /// Checks the inputs (`more`: the other vectors given, on b's set) and the options, and
+    /// takes ||b|| on the host in f64 (a sum of squares in f32 underflows below 1e-19 and
+    /// overflows above 1e19). `Err(report)` in the Ok: b = 0, so x = 0 and the solve is done.
+    pub fn new(
+        ctx: &'a Context,
+        solver: &'static str,
+        b: &'a Dat<T>,
+        x: &'a Dat<T>,
+        more: &[Option<&Dat<T>>],
+        opts: &'a SolveOptions,
+    ) -> Result<std::result::Result<Frame<'a, T>, SolveReport>> {
+        let set = b.set();
+        for v in std::iter::once(Some(x)).chain(more.iter().copied()).flatten() {
+            if v.set().id() != set.id() || v.dim() != 1 || b.dim() != 1 {
+                return Err(Error::Usage(format!(
+                    "{solver}: b `{}` and `{}` must be Dats of dim 1 on one set; they have dims \
+                     {} and {} on `{}` and `{}`",
+                    b.name(),
+                    v.name(),
+                    b.dim(),
+                    v.dim(),
+                    set.name(),
+                    v.set().name()
+                )));
+            }
+        }
+        if opts.check_every == 0 || opts.max_iterations == 0 || !(opts.rtol > 0.0) {
+            return Err(Error::Usage(format!(
+                "{solver}: rtol must be above 0, max_iterations and check_every at least 1; \
+                 got {opts:?}"
+            )));
+        }
+        let b_norm = {
+            let values = b.data_ro()?;
+            let sum: f64 = values.iter().map(|v| v.to_f64().powi(2)).sum();
+            if !sum.is_finite() {
+                return Err(Error::Usage(format!(
+                    "{solver}: b `{}` has a value that is not finite (or too large to square)",
+                    b.name()
+                )));
+            }
+            sum.sqrt()
+        };
+        if b_norm == 0.0 {
+            // A x = 0 has the one solution x = 0 when A is nonsingular.
+            ctx.zero(x)?;
+            return Ok(Err(SolveReport {
+                iterations: 0,
+                residuals: vec![(0, 0.0)],
+                true_residual: 0.0,
+            }));
+        }
+        if T::DTYPE == crate::DType::F32 && !(1e-15..=1e15).contains(&b_norm) {
+            return Err(Error::Usage(format!(
+                "{solver}: ||b|| is {b_norm:e}, where f32 dot products underflow or overflow; \
+                 scale b (and x) into [1e-15, 1e15], or solve in f64"
+            )));
+        }
+        Ok(Ok(Frame {
+            ctx,
+            solver,
+            b,
+            x,
+            opts,
+            b_norm,
+            first: f64::NAN,
+            report: SolveReport {
+                iterations: 0,
+                residuals: Vec::new(),
+                true_residual: f64::NAN,
+            },
+        }))
+    }
+
+    /// ||v|| / ||b|| through the device's dot product (a readback).
+    fn relative(&self, v: &Dat<T>) -> Result<f64> {
+        let g = self.ctx.dot(v, v)?;
+        Ok(g.value()?[0].to_f64().sqrt() / self.b_norm)
+    }
+
+    /// Records r = b - A x into `r` (`q` a scratch vector).
+    pub fn residual(&self, a: &dyn Operator<T>, r: &Dat<T>, q: &Dat<T>) -> Result<()> {
+        a.apply(self.ctx, self.x, q)?;
+        let args = [self.b.read(), q.read(), r.write()];
+        self.ctx
+            .par_loop(&residual_kernel(T::DTYPE), self.b.set(), &args)
+    }
+
+    /// The initial residual `r` read: true when it is already below rtol.
+    pub fn start(&mut self, r: &Dat<T>) -> Result<bool> {
+        let first = self.relative(r)?;
+        if !first.is_finite() {
+            return Err(Error::Usage(format!(
+                "{}: the initial residual b - A x is not finite: x `{}` (the initial guess) or \
+                 A has a value that is not finite",
+                self.solver,
+                self.x.name()
+            )));
+        }
+        self.first = first;
+        self.report.residuals.push((0, first));
+        self.report.true_residual = first;
+        Ok(first <= self.opts.rtol)
+    }
+
+    /// After iteration `it`: on a check, reads the residual `r`; true when below rtol. A
+    /// residual that is not finite (`breakdown` says what that means for this solver) or
+    /// grew 1e10-fold is an error naming the iterations.
+    pub fn after(&mut self, it: usize, r: &Dat<T>, breakdown: &str) -> Result<bool> {
+        self.report.iterations = it;
+        if it % self.opts.check_every != 0 && it != self.opts.max_iterations {
+            return Ok(false);
+        }
+        let res = self.relative(r)?;
+        let since = self.report.residuals.last().map_or(0, |l| l.0);
+        self.report.residuals.push((it, res));
+        let solver = self.solver;
+        if !res.is_finite() {
+            return Err(Error::Device(format!(
+                "{solver} broke down between iterations {since} and {it}: the residual is \
+                 {res} ({breakdown})"
+            )));
+        }
+        if res > 1e10 * self.first {
+            return Err(Error::Device(format!(
+                "{solver} diverged: the relative residual grew from {:e} to {res:e} by \
+                 iteration {it}",
+                self.first
+            )));
+        }
+        Ok(res <= self.opts.rtol)
+    }
+
+    /// The report, with ||b - A x|| / ||b|| computed afresh (into `r`, `q` a scratch).
+    pub fn finish(mut self, a: &dyn Operator<T>, r: &Dat<T>, q: &Dat<T>) -> Result<SolveReport> {
+        self.residual(a, r, q)?;
+        self.report.true_residual = self.relative(r)?;
+        Ok(self.report)
+    }
+
+    /// The error for reaching the iteration limit.
+    pub fn limit(&self) -> Error {
+        let res = self.report.residuals.last().map_or(f64::NAN, |l| l.1);
+        Error::Device(format!(
+            "{} did not converge in {} iterations: the relative residual is {res:e}, above \
+             rtol {:e}; raise max_iterations, or precondition (pass the diagonal)",
+            self.solver, self.opts.max_iterations, self.opts.rtol
+        ))
+    }
+}
