@@ -9,7 +9,7 @@
 //! in double precision (an adapter with f64). u and its error go to out/poisson/ for ParaView.
 
 use clap::Parser;
-use parloop::linalg::{SolveOptions, Mat, SolveReport, Sparsity, cg};
+use parloop::linalg::{Mat, SolveOptions, SolveReport, Sparsity, cg};
 use parloop::mesh::geometry::facet_geometry;
 use parloop::mesh::topology::MeshData;
 use parloop::mesh::vtk::{Field, write_vtu};

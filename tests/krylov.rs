@@ -73,8 +73,8 @@ fn problem(ctx: &Context, n: usize) -> Problem {
     let mut dense = vec![vec![0.0; nv]; nv];
     for c in m.cells.chunks_exact(3) {
         let p = [0, 1, 2].map(|i| m.coords[c[i] as usize]);
-        let det = (p[1][0] - p[0][0]) * (p[2][1] - p[0][1])
-            - (p[2][0] - p[0][0]) * (p[1][1] - p[0][1]);
+        let det =
+            (p[1][0] - p[0][0]) * (p[2][1] - p[0][1]) - (p[2][0] - p[0][0]) * (p[1][1] - p[0][1]);
         let g: Vec<[f64; 2]> = (0..3)
             .map(|i| {
                 let (j, k) = ((i + 1) % 3, (i + 2) % 3);
@@ -158,7 +158,10 @@ fn bicgstab_solves_convection_diffusion_as_gaussian_elimination_does() {
         let report = bicgstab(&ctx, &p.a, &p.b, &x, jacobi, &opts).unwrap();
         let d = max_diff(&x.data_ro().unwrap(), &want);
         let what = if jacobi.is_some() { "Jacobi" } else { "plain" };
-        assert!(d < 1e-4, "{what}: x differs from Gaussian elimination by {d} ({report:?})");
+        assert!(
+            d < 1e-4,
+            "{what}: x differs from Gaussian elimination by {d} ({report:?})"
+        );
         assert!(report.true_residual < 1e-5, "{what}: {report:?}");
         assert!(report.iterations >= 5, "{what}: {report:?}");
     }
@@ -205,7 +208,10 @@ fn breakdown_and_limit_are_errors() {
         .err()
         .expect("breakdown")
         .to_string();
-    assert!(e.contains("bicgstab broke down between iterations 0 and 1"), "{e}");
+    assert!(
+        e.contains("bicgstab broke down between iterations 0 and 1"),
+        "{e}"
+    );
     let p = problem(&ctx, 8);
     let x = ctx.dat_zeros::<f32>("x", &p.vertices, 1).unwrap();
     let opts = SolveOptions {
@@ -216,5 +222,8 @@ fn breakdown_and_limit_are_errors() {
         .err()
         .expect("limit")
         .to_string();
-    assert!(e.contains("bicgstab did not converge in 3 iterations"), "{e}");
+    assert!(
+        e.contains("bicgstab did not converge in 3 iterations"),
+        "{e}"
+    );
 }

@@ -8,7 +8,7 @@
 mod common;
 
 use common::{ctx, ctx_with, strategies};
-use parloop::linalg::{SolveOptions, Mat, Sparsity, cg};
+use parloop::linalg::{Mat, SolveOptions, Sparsity, cg};
 use parloop::mesh::unit_square;
 use parloop::{Config, Context, Dat, Kernel, Map, Set};
 use std::collections::BTreeMap;

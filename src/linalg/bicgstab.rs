@@ -72,7 +72,11 @@ pub fn bicgstab<T: Real>(
     };
     let (y, z) = (y_own.as_ref().unwrap_or(&p), z_own.as_ref().unwrap_or(&s));
     let precondition = |from: &Dat<T>, to: &Dat<T>| match diagonal {
-        Some(d) => ctx.par_loop(&k("precondition"), set, &[d.read(), from.read(), to.write()]),
+        Some(d) => ctx.par_loop(
+            &k("precondition"),
+            set,
+            &[d.read(), from.read(), to.write()],
+        ),
         None => Ok(()),
     };
     f.residual(a, &r, &tv)?;

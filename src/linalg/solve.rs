@@ -98,7 +98,10 @@ impl<'a, T: Real> Frame<'a, T> {
         opts: &'a SolveOptions,
     ) -> Result<std::result::Result<Frame<'a, T>, SolveReport>> {
         let set = b.set();
-        for v in std::iter::once(Some(x)).chain(more.iter().copied()).flatten() {
+        for v in std::iter::once(Some(x))
+            .chain(more.iter().copied())
+            .flatten()
+        {
             if v.set().id() != set.id() || v.dim() != 1 || b.dim() != 1 {
                 return Err(Error::Usage(format!(
                     "{solver}: b `{}` and `{}` must be Dats of dim 1 on one set; they have dims \
