@@ -115,7 +115,11 @@ impl<'a, T: Real> Frame<'a, T> {
                 )));
             }
         }
-        if opts.check_every == 0 || opts.max_iterations == 0 || !(opts.rtol > 0.0) {
+        if opts.check_every == 0
+            || opts.max_iterations == 0
+            || opts.rtol.is_nan()
+            || opts.rtol <= 0.0
+        {
             return Err(Error::Usage(format!(
                 "{solver}: rtol must be above 0, max_iterations and check_every at least 1; \
                  got {opts:?}"
@@ -199,7 +203,7 @@ impl<'a, T: Real> Frame<'a, T> {
     /// grew 1e10-fold is an error naming the iterations.
     pub fn after(&mut self, it: usize, r: &Dat<T>, breakdown: &str) -> Result<bool> {
         self.report.iterations = it;
-        if it % self.opts.check_every != 0 && it != self.opts.max_iterations {
+        if !it.is_multiple_of(self.opts.check_every) && it != self.opts.max_iterations {
             return Ok(false);
         }
         let res = self.relative(r)?;
