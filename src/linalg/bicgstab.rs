@@ -1,52 +1,63 @@
 //! BiCGStab (van der Vorst's stabilised biconjugate gradients) for nonsymmetric systems, on the
-//! device as [`super::cg`] is: the four dot products of an iteration are Globals that the
+//! device as [`super::cg`] is: the five dot products of an iteration are Globals that the
 //! update kernels read (each step length computed in the kernel from them), so an iteration
 //! costs no host round trip; right-preconditioned by Jacobi when given the diagonal.
 
 use super::solve::{Frame, Operator, SolveOptions, SolveReport};
 use crate::{Context, Dat, Kernel, Real, Result};
 
-/// The kernels of one type, one WGSL source. A ratio whose numerator is 0 is 0 (a solve that
-/// converged exactly between two checks goes on with zero steps); a zero denominator under a
-/// nonzero numerator is a breakdown and gives inf. Each loop takes at most 7 buffers.
+/// The kernels of one type, one WGSL source. Every step length is a ratio of two dot
+/// products, taken as 0 once the residual has converged (r.r, read with the iteration's dot
+/// products, at or below the Const `parloop_bicgstab_tau`, a hundredth of rtol^2 ||b||^2) or when
+/// its numerator is 0: the iterations after convergence, until the host's next check, change
+/// nothing. A zero denominator under a live nonzero numerator is a breakdown and gives inf.
+/// Each loop takes at most 8 buffers.
 fn kernels(t: crate::DType) -> String {
     let one = |n: &str| format!("{n}: ptr<function, array<{t}, 1>>");
     let g = |ns: &[&str]| ns.iter().map(|n| one(n)).collect::<Vec<_>>().join(", ");
     format!(
         "
-fn pl_bicg_ratio_{t}(a: {t}, b: {t}) -> {t} {{ return select(a / b, {t}(), a == {t}()); }}
+fn pl_bicg_ratio_{t}(a: {t}, b: {t}, rr: {t}) -> {t} {{
+    return select(a / b, {t}(), a == {t}() || rr <= parloop_bicgstab_tau);
+}}
 fn pl_bicg_precondition_{t}({}) {{
     (*z)[0] = (*v)[0] / (*d)[0];
 }}
 fn pl_bicg_direction_{t}({}) {{
     // beta = (rho / rho') (alpha' / omega') = (rho / rv') (tt' / ts'); omega' = ts' / tt'.
-    let beta = pl_bicg_ratio_{t}((*rho)[0], (*rv)[0]) * pl_bicg_ratio_{t}((*tt)[0], (*ts)[0]);
-    let omega = pl_bicg_ratio_{t}((*ts)[0], (*tt)[0]);
-    (*p)[0] = (*r)[0] + beta * ((*p)[0] - omega * (*v)[0]);
+    let q = (*rr)[0];
+    let beta = pl_bicg_ratio_{t}((*rho)[0], (*rv)[0], q) * pl_bicg_ratio_{t}((*tt)[0], (*ts)[0], q);
+    let omega = pl_bicg_ratio_{t}((*ts)[0], (*tt)[0], q);
+    (*p)[0] = select((*r)[0], {t}(), q <= parloop_bicgstab_tau) + beta * ((*p)[0] - omega * (*v)[0]);
 }}
 fn pl_bicg_half_{t}({}) {{
-    (*s)[0] = (*r)[0] - pl_bicg_ratio_{t}((*rho)[0], (*rv)[0]) * (*v)[0];
+    (*s)[0] = (*r)[0] - pl_bicg_ratio_{t}((*rho)[0], (*rv)[0], (*rr)[0]) * (*v)[0];
 }}
 fn pl_bicg_solution_{t}({}) {{
-    (*x)[0] += pl_bicg_ratio_{t}((*rho)[0], (*rv)[0]) * (*y)[0]
-        + pl_bicg_ratio_{t}((*ts)[0], (*tt)[0]) * (*z)[0];
+    let q = (*rr)[0];
+    (*x)[0] += pl_bicg_ratio_{t}((*rho)[0], (*rv)[0], q) * (*y)[0]
+        + pl_bicg_ratio_{t}((*ts)[0], (*tt)[0], q) * (*z)[0];
 }}
 fn pl_bicg_residual_{t}({}) {{
-    (*r)[0] = (*s)[0] - pl_bicg_ratio_{t}((*ts)[0], (*tt)[0]) * (*tv)[0];
+    (*r)[0] = (*s)[0] - pl_bicg_ratio_{t}((*ts)[0], (*tt)[0], (*rr)[0]) * (*tv)[0];
 }}
 ",
         g(&["d", "v", "z"]),
-        g(&["rho", "rv", "ts", "tt", "r", "v", "p"]),
-        g(&["rho", "rv", "r", "v", "s"]),
-        g(&["rho", "rv", "ts", "tt", "y", "z", "x"]),
-        g(&["ts", "tt", "s", "tv", "r"]),
+        g(&["rho", "rv", "ts", "tt", "rr", "r", "v", "p"]),
+        g(&["rho", "rv", "rr", "r", "v", "s"]),
+        g(&["rho", "rv", "ts", "tt", "rr", "y", "z", "x"]),
+        g(&["ts", "tt", "rr", "s", "tv", "r"]),
     )
 }
 
 /// Solves A x = b by BiCGStab from the `x` given (A nonsingular, not necessarily symmetric),
 /// right-preconditioned by Jacobi when `diagonal` is given. Stops, reports and fails as
-/// [`super::cg`] does; a breakdown (r^.v or t.s zero with the residual not) is an error
-/// naming the iterations between which it happened.
+/// [`super::cg`] does. When r^.r is exactly 0 at a check while the residual is not (r^ has
+/// become orthogonal to r), the recurrence restarts with r^ = r (`SolveReport::restarts`); a
+/// breakdown (r^.v or t.s zero with the residual not) is an error naming the iterations
+/// between which it happened. Breakdowns are seen as values that are not finite, which WGSL
+/// produces on IEEE hardware (Vulkan, DX12) but does not promise everywhere. After an error x
+/// holds the last iterate (or values that are not finite).
 pub fn bicgstab<T: Real>(
     ctx: &Context,
     a: &dyn Operator<T>,
@@ -88,15 +99,17 @@ pub fn bicgstab<T: Real>(
     // direction is r whatever beta is).
     let one = || ctx.global("bicgstab start", &[T::from_f64(1.0)]);
     let (mut rv_last, mut ts_last, mut tt_last) = (one()?, one()?, one()?);
-    let breakdown = "r^.v or t.s was 0 with the residual not, or a value not finite: is A \
-                     nonsingular, with no zero on its diagonal?";
+    ctx.constant("parloop_bicgstab_tau", T::from_f64(f.tau()))?;
+    let breakdown = "r^.v or t.s was 0 with the residual not, or a value not finite: try \
+                     another initial guess x; with a preconditioner, no zero on A's diagonal";
     for it in 1..=opts.max_iterations {
-        let rho = ctx.dot(&r0, &r)?;
+        let (rho, rr) = (ctx.dot(&r0, &r)?, ctx.dot(&r, &r)?);
         let args = [
             rho.read(),
             rv_last.read(),
             ts_last.read(),
             tt_last.read(),
+            rr.read(),
             r.read(),
             v.read(),
             p.rw(),
@@ -105,7 +118,14 @@ pub fn bicgstab<T: Real>(
         precondition(&p, y)?;
         a.apply(ctx, y, &v)?;
         let rv = ctx.dot(&r0, &v)?;
-        let args = [rho.read(), rv.read(), r.read(), v.read(), s.write()];
+        let args = [
+            rho.read(),
+            rv.read(),
+            rr.read(),
+            r.read(),
+            v.read(),
+            s.write(),
+        ];
         ctx.par_loop(&k("half"), set, &args)?;
         precondition(&s, z)?;
         a.apply(ctx, z, &tv)?;
@@ -115,16 +135,33 @@ pub fn bicgstab<T: Real>(
             rv.read(),
             ts.read(),
             tt.read(),
+            rr.read(),
             y.read(),
             z.read(),
             x.rw(),
         ];
         ctx.par_loop(&k("solution"), set, &args)?;
-        let args = [ts.read(), tt.read(), s.read(), tv.read(), r.write()];
+        let args = [
+            ts.read(),
+            tt.read(),
+            rr.read(),
+            s.read(),
+            tv.read(),
+            r.write(),
+        ];
         ctx.par_loop(&k("residual"), set, &args)?;
         (rv_last, ts_last, tt_last) = (rv, ts, tt);
         if f.after(it, &r, breakdown)? {
             return f.finish(a, &r, &tv);
+        }
+        // r^ orthogonal to r while r is not 0 (Dirichlet data in b only, x = 0, makes r^ a left
+        // eigenvector of A): the steps above were zero. Restart the recurrence with r^ = r.
+        if f.checks(it) && rho.value()?[0] == T::default() && rr.value()?[0].to_f64() > f.tau() {
+            ctx.copy(&r, &r0)?;
+            ctx.zero(&p)?;
+            ctx.zero(&v)?;
+            (rv_last, ts_last, tt_last) = (one()?, one()?, one()?);
+            f.report.restarts += 1;
         }
     }
     Err(f.limit())

@@ -59,6 +59,8 @@ pub struct SolveReport {
     pub residuals: Vec<(usize, f64)>,
     /// ||b - A x|| / ||b|| at the end, computed afresh.
     pub true_residual: f64,
+    /// Times the recurrence restarted (BiCGStab, when r^ became orthogonal to r).
+    pub restarts: usize,
 }
 
 /// A solve in progress: the checked inputs, ||b||, the report so far.
@@ -70,6 +72,8 @@ pub(super) struct Frame<'a, T: Real> {
     opts: &'a SolveOptions,
     b_norm: f64,
     first: f64,
+    /// Whether a preconditioner was given (for the advice on reaching the limit).
+    preconditioned: bool,
     pub report: SolveReport,
 }
 
@@ -115,6 +119,16 @@ impl<'a, T: Real> Frame<'a, T> {
                 )));
             }
         }
+        let mut ids = vec![(b.inner.id, b.name()), (x.inner.id, x.name())];
+        ids.extend(more.iter().flatten().map(|d| (d.inner.id, d.name())));
+        for (k, (id, name)) in ids.iter().enumerate() {
+            if let Some((_, other)) = ids[..k].iter().find(|(i, _)| i == id) {
+                return Err(Error::Usage(format!(
+                    "{solver}: `{name}` is given twice (as `{other}` too): b, x and the diagonal \
+                     must be different Dats"
+                )));
+            }
+        }
         if opts.check_every == 0
             || opts.max_iterations == 0
             || opts.rtol.is_nan()
@@ -143,12 +157,20 @@ impl<'a, T: Real> Frame<'a, T> {
                 iterations: 0,
                 residuals: vec![(0, 0.0)],
                 true_residual: 0.0,
+                restarts: 0,
             }));
         }
-        if T::DTYPE == crate::DType::F32 && !(1e-15..=1e15).contains(&b_norm) {
+        // In f32 the residual's squares must stay normal numbers down to rtol: an entry of
+        // a residual of norm rtol ||b|| is about rtol ||b|| / sqrt(n), its square above 1e-36.
+        let n = set.size().max(1) as f64;
+        let low = 1e-18 * n.sqrt() / opts.rtol;
+        if T::DTYPE == crate::DType::F32 && !(low..=1e18).contains(&b_norm) {
             return Err(Error::Usage(format!(
-                "{solver}: ||b|| is {b_norm:e}, where f32 dot products underflow or overflow; \
-                 scale b (and x) into [1e-15, 1e15], or solve in f64"
+                "{solver}: ||b|| is {b_norm:e}; in f32 the squares of a residual {:e} times \
+                 smaller would leave the normal numbers (with {} unknowns: ||b|| in [{low:e}, \
+                 1e18]); scale b (and x), or solve in f64",
+                opts.rtol,
+                set.size()
             )));
         }
         Ok(Ok(Frame {
@@ -159,12 +181,20 @@ impl<'a, T: Real> Frame<'a, T> {
             opts,
             b_norm,
             first: f64::NAN,
+            preconditioned: more.iter().any(Option::is_some),
             report: SolveReport {
                 iterations: 0,
                 residuals: Vec::new(),
                 true_residual: f64::NAN,
+                restarts: 0,
             },
         }))
+    }
+
+    /// The squared residual norm below which an iterate counts as converged on the device:
+    /// (rtol ||b|| / 10)^2, so the host's check, at rtol, sees it converged.
+    pub fn tau(&self) -> f64 {
+        (self.opts.rtol * self.b_norm / 10.0).powi(2)
     }
 
     /// ||v|| / ||b|| through the device's dot product (a readback).
@@ -198,12 +228,17 @@ impl<'a, T: Real> Frame<'a, T> {
         Ok(first <= self.opts.rtol)
     }
 
+    /// Whether iteration `it` is a check.
+    pub fn checks(&self, it: usize) -> bool {
+        it.is_multiple_of(self.opts.check_every) || it == self.opts.max_iterations
+    }
+
     /// After iteration `it`: on a check, reads the residual `r`; true when below rtol. A
     /// residual that is not finite (`breakdown` says what that means for this solver) or
     /// grew 1e10-fold is an error naming the iterations.
     pub fn after(&mut self, it: usize, r: &Dat<T>, breakdown: &str) -> Result<bool> {
         self.report.iterations = it;
-        if !it.is_multiple_of(self.opts.check_every) && it != self.opts.max_iterations {
+        if !self.checks(it) {
             return Ok(false);
         }
         let res = self.relative(r)?;
@@ -238,8 +273,15 @@ impl<'a, T: Real> Frame<'a, T> {
         let res = self.report.residuals.last().map_or(f64::NAN, |l| l.1);
         Error::Device(format!(
             "{} did not converge in {} iterations: the relative residual is {res:e}, above \
-             rtol {:e}; raise max_iterations, or precondition (pass the diagonal)",
-            self.solver, self.opts.max_iterations, self.opts.rtol
+             rtol {:e}; raise max_iterations{}",
+            self.solver,
+            self.opts.max_iterations,
+            self.opts.rtol,
+            if self.preconditioned {
+                ""
+            } else {
+                ", or precondition (pass the diagonal)"
+            }
         ))
     }
 }
