@@ -1,0 +1,218 @@
+//! Sparse matrices and Krylov solvers (issue 26): on the P1 Laplacian of a jittered unit square
+//! (Dirichlet rows on the boundary, b = 1 inside) at about 10^4 and 10^5 unknowns, on the
+//! adapter PARLOOP_ADAPTER chooses:
+//! - assembly (one par_loop of element matrices, racing increments) and y = A x, in ms and in
+//!   GB/s of the bytes they must move, beside a plain copy (`ctx.copy`) of the matrix's values;
+//! - Jacobi-CG to a relative residual of 1e-8 in f32 and (with the adapter's f64) f64, against
+//!   the same CG in plain Rust (f64, one core, CSR from the assembled matrix).
+//!
+//! `cargo bench --bench linalg`
+
+use parloop::linalg::{Mat, SolveOptions, Sparsity, cg};
+use parloop::mesh::unit_square;
+use parloop::util::Rng;
+use parloop::{Config, Context, Dat, Kernel, Map, Real, Set};
+use std::rc::Rc;
+use std::time::Instant;
+
+const ELEMENT: &str = "
+fn element(x: ptr<function, array<T, 6>>, a: ptr<function, array<T, 9>>) {
+    let det = ((*x)[2] - (*x)[0]) * ((*x)[5] - (*x)[1]) - ((*x)[4] - (*x)[0]) * ((*x)[3] - (*x)[1]);
+    var gx: array<T, 3>;
+    var gy: array<T, 3>;
+    for (var i = 0u; i < 3u; i++) {
+        let j = (i + 1u) % 3u;
+        let k = (i + 2u) % 3u;
+        gx[i] = ((*x)[2u * j + 1u] - (*x)[2u * k + 1u]) / det;
+        gy[i] = ((*x)[2u * k] - (*x)[2u * j]) / det;
+    }
+    for (var i = 0u; i < 9u; i++) {
+        (*a)[i] += abs(det) / 2.0 * (gx[i / 3u] * gx[i % 3u] + gy[i / 3u] * gy[i % 3u]);
+    }
+}
+";
+
+struct System<T: Real> {
+    a: Mat<T>,
+    b: Dat<T>,
+    diag: Dat<T>,
+    vertices: Set,
+    assembly_ms: f64,
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+fn system<T: Real>(ctx: &Context, n: usize) -> System<T> {
+    let mut m = unit_square(n);
+    let mut rng = Rng::new(1);
+    let h = 1.0 / n as f64;
+    let boundary = |c: [f64; 3]| c[0] == 0.0 || c[0] == 1.0 || c[1] == 0.0 || c[1] == 1.0;
+    for c in &mut m.coords {
+        if !boundary(*c) {
+            c[0] += 0.4 * h * (rng.unit() - 0.5);
+            c[1] += 0.4 * h * (rng.unit() - 0.5);
+        }
+    }
+    let vertices = Set::new("vertices", m.nvertices());
+    let cells = Set::new("cells", m.ncells());
+    let cv = Map::new("cv", &cells, &vertices, 3, &m.cells).unwrap();
+    let sp = Rc::new(Sparsity::new("A", &vertices, &vertices, &[(&cv, &cv)]).unwrap());
+    let a = Mat::<T>::new(ctx, "A", &sp).unwrap();
+    let xs: Vec<T> = m
+        .coords
+        .iter()
+        .flat_map(|c| [T::from_f64(c[0]), T::from_f64(c[1])])
+        .collect();
+    let x = ctx.dat("x", &vertices, 2, &xs).unwrap();
+    let src = ELEMENT
+        .replace("<T,", &format!("<{},", T::DTYPE))
+        .replace("T(", &format!("{}(", T::DTYPE));
+    let k = Kernel::new("element", src);
+    ctx.flush().unwrap();
+    let t = Instant::now();
+    ctx.par_loop(&k, &cells, &[x.all(&cv).read(), a.inc(&cv, &cv).unwrap()])
+        .unwrap();
+    ctx.flush().unwrap();
+    let assembly_ms = ms(t);
+    let fixed: Vec<u32> = (0..m.nvertices() as u32)
+        .filter(|&v| boundary(m.coords[v as usize]))
+        .collect();
+    a.zero_rows(ctx, &fixed, T::from_f64(1.0)).unwrap();
+    let bv: Vec<T> = (0..m.nvertices())
+        .map(|v| T::from_f64(if boundary(m.coords[v]) { 0.0 } else { 1.0 }))
+        .collect();
+    let b = ctx.dat("b", &vertices, 1, &bv).unwrap();
+    let diag = a.diagonal(ctx).unwrap();
+    ctx.flush().unwrap();
+    System {
+        a,
+        b,
+        diag,
+        vertices,
+        assembly_ms,
+    }
+}
+
+/// Plain-Rust Jacobi-CG in f64 on CSR rows: (iterations, ms).
+fn plain_cg(rows: &[Vec<(usize, f64)>], b: &[f64], rtol: f64) -> (usize, f64) {
+    let t = Instant::now();
+    let n = b.len();
+    let d: Vec<f64> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| r.iter().find(|e| e.0 == i).map_or(1.0, |e| e.1))
+        .collect();
+    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+    let (mut x, mut r) = (vec![0.0; n], b.to_vec());
+    let mut z: Vec<f64> = r.iter().zip(&d).map(|(r, d)| r / d).collect();
+    let mut p = z.clone();
+    let mut q = vec![0.0; n];
+    let mut rz = dot(&r, &z);
+    let bn = dot(b, b).sqrt();
+    let mut it = 0;
+    while dot(&r, &r).sqrt() > rtol * bn {
+        for (qi, row) in q.iter_mut().zip(rows) {
+            *qi = row.iter().map(|&(c, v)| v * p[c]).sum();
+        }
+        let alpha = rz / dot(&p, &q);
+        for i in 0..n {
+            x[i] += alpha * p[i];
+            r[i] -= alpha * q[i];
+            z[i] = r[i] / d[i];
+        }
+        let next = dot(&r, &z);
+        for i in 0..n {
+            p[i] = z[i] + next / rz * p[i];
+        }
+        rz = next;
+        it += 1;
+    }
+    (it, ms(t))
+}
+
+fn run<T: Real>(ctx: &Context, n: usize) {
+    let s = system::<T>(ctx, n);
+    let sp = s.a.sparsity();
+    let (rows, nnz, w) = (sp.rows().size(), sp.nnz(), sp.width());
+    let tb = T::DTYPE.bytes() as f64;
+    // y = A x: values and slot indices of the padded rows, x through the columns, y.
+    let x = ctx.dat("x", &s.vertices, 1, &vec![T::from_f64(1.0); rows]).unwrap();
+    let y = ctx.dat_zeros::<T>("y", &s.vertices, 1).unwrap();
+    let reps = 20;
+    s.a.mult(ctx, &x, &y).unwrap();
+    ctx.flush().unwrap();
+    let t = Instant::now();
+    for _ in 0..reps {
+        s.a.mult(ctx, &x, &y).unwrap();
+        ctx.flush().unwrap();
+    }
+    let spmv = ms(t) / reps as f64;
+    let spmv_bytes = (rows * w) as f64 * (tb + 8.0) + rows as f64 * (2.0 * tb + 4.0);
+    let copy_to = ctx.dat_zeros::<T>("copy", &sp_slots(&s.a), 1).unwrap();
+    ctx.copy(&s.a.values, &copy_to).unwrap();
+    ctx.flush().unwrap();
+    let t = Instant::now();
+    for _ in 0..reps {
+        ctx.copy(&s.a.values, &copy_to).unwrap();
+        ctx.flush().unwrap();
+    }
+    let copy = ms(t) / reps as f64;
+    let copy_bytes = 2.0 * (rows * w) as f64 * tb;
+    let gbs = |bytes: f64, ms: f64| bytes / ms / 1e6;
+    println!(
+        "| {} | {rows} | {nnz} ({w} wide) | {:.1} | {spmv:.2} ({:.2} GB/s) | {copy:.2} ({:.2} GB/s) |",
+        T::DTYPE,
+        s.assembly_ms,
+        gbs(spmv_bytes, spmv),
+        gbs(copy_bytes, copy)
+    );
+    let u = ctx.dat_zeros::<T>("u", &s.vertices, 1).unwrap();
+    let opts = SolveOptions {
+        rtol: 1e-8,
+        max_iterations: 20_000,
+        check_every: 10,
+    };
+    let t = Instant::now();
+    let rep = cg(ctx, &s.a, &s.b, &u, Some(&s.diag), &opts).unwrap();
+    let cg_ms = ms(t);
+    // The same matrix on the host for plain Rust.
+    let v = s.a.values.data_ro().unwrap();
+    let csr: Vec<Vec<(usize, f64)>> = (0..rows)
+        .map(|r| {
+            sp.row(r)
+                .iter()
+                .enumerate()
+                .map(|(k, &c)| (c as usize, v[r * w + k].to_f64()))
+                .collect()
+        })
+        .collect();
+    let b: Vec<f64> = s.b.data_ro().unwrap().iter().map(|v| v.to_f64()).collect();
+    let (it, plain_ms) = plain_cg(&csr, &b, 1e-8);
+    println!(
+        "|   CG {}: {} iterations in {cg_ms:.0} ms ({:.2} ms each; true residual {:.1e}) | plain Rust f64: {it} iterations in {plain_ms:.0} ms ({:.2} ms each) |",
+        T::DTYPE,
+        rep.iterations,
+        cg_ms / rep.iterations as f64,
+        rep.true_residual,
+        plain_ms / it as f64
+    );
+}
+
+fn sp_slots<T: Real>(a: &Mat<T>) -> Set {
+    a.values.set().clone()
+}
+
+fn main() {
+    let ctx = Context::with_config(Config::from_env().unwrap()).unwrap();
+    println!("adapter: {}", ctx.adapter());
+    println!("| type | unknowns | entries | assembly ms | y = A x ms | copy of the values ms |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for n in [100, 316] {
+        run::<f32>(&ctx, n);
+        if ctx.gpu().f64() {
+            run::<f64>(&ctx, n);
+        }
+    }
+}
