@@ -138,7 +138,9 @@ fn run<T: Real>(ctx: &Context, n: usize) {
     let (rows, nnz, w) = (sp.rows().size(), sp.nnz(), sp.width());
     let tb = T::DTYPE.bytes() as f64;
     // y = A x: values and slot indices of the padded rows, x through the columns, y.
-    let x = ctx.dat("x", &s.vertices, 1, &vec![T::from_f64(1.0); rows]).unwrap();
+    let x = ctx
+        .dat("x", &s.vertices, 1, &vec![T::from_f64(1.0); rows])
+        .unwrap();
     let y = ctx.dat_zeros::<T>("y", &s.vertices, 1).unwrap();
     let reps = 20;
     s.a.mult(ctx, &x, &y).unwrap();
