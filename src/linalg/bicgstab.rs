@@ -3,7 +3,7 @@
 //! update kernels read (each step length computed in the kernel from them), so an iteration
 //! costs no host round trip; right-preconditioned by Jacobi when given the diagonal.
 
-use super::solve::{Frame, Operator, SolveOptions, SolveReport};
+use super::solve::{Frame, Operator, SolveOptions, SolveReport, precondition};
 use crate::{Context, Dat, Kernel, Real, Result};
 
 /// The kernels of one type, one WGSL source. Every step length is a ratio of two dot
@@ -19,9 +19,6 @@ fn kernels(t: crate::DType) -> String {
         "
 fn pl_bicg_ratio_{t}(a: {t}, b: {t}, rr: {t}) -> {t} {{
     return select(a / b, {t}(), a == {t}() || rr <= parloop_bicgstab_tau);
-}}
-fn pl_bicg_precondition_{t}({}) {{
-    (*z)[0] = (*v)[0] / (*d)[0];
 }}
 fn pl_bicg_direction_{t}({}) {{
     // beta = (rho / rho') (alpha' / omega') = (rho / rv') (tt' / ts'); omega' = ts' / tt'.
@@ -42,7 +39,6 @@ fn pl_bicg_residual_{t}({}) {{
     (*r)[0] = (*s)[0] - pl_bicg_ratio_{t}((*ts)[0], (*tt)[0], (*rr)[0]) * (*tv)[0];
 }}
 ",
-        g(&["d", "v", "z"]),
         g(&["rho", "rv", "ts", "tt", "rr", "r", "v", "p"]),
         g(&["rho", "rv", "rr", "r", "v", "s"]),
         g(&["rho", "rv", "ts", "tt", "rr", "y", "z", "x"]),
@@ -82,14 +78,7 @@ pub fn bicgstab<T: Real>(
         None => (None, None),
     };
     let (y, z) = (y_own.as_ref().unwrap_or(&p), z_own.as_ref().unwrap_or(&s));
-    let precondition = |from: &Dat<T>, to: &Dat<T>| match diagonal {
-        Some(d) => ctx.par_loop(
-            &k("precondition"),
-            set,
-            &[d.read(), from.read(), to.write()],
-        ),
-        None => Ok(()),
-    };
+    let precondition = |from: &Dat<T>, to: &Dat<T>| precondition(ctx, diagonal, from, to);
     f.residual(a, &r, &tv)?;
     ctx.copy(&r, &r0)?;
     if f.start(&r)? {

@@ -4,17 +4,13 @@
 //! trip. The host reads the residual norm every `check_every` iterations to decide whether to
 //! stop; between checks the iterations are recorded lazily and run in one go.
 
-use super::solve::{Frame, Operator, SolveOptions, SolveReport};
+use super::solve::{Frame, Operator, SolveOptions, SolveReport, precondition};
 use crate::{Context, Dat, Kernel, Real, Result};
 
 /// The kernels of one type, one WGSL source.
 fn kernels(t: crate::DType) -> String {
     format!(
         "
-fn pl_cg_precondition_{t}(d: ptr<function, array<{t}, 1>>, r: ptr<function, array<{t}, 1>>,
-                          z: ptr<function, array<{t}, 1>>) {{
-    (*z)[0] = (*r)[0] / (*d)[0];
-}}
 fn pl_cg_step_{t}(rz: ptr<function, array<{t}, 1>>, pq: ptr<function, array<{t}, 1>>,
                   p: ptr<function, array<{t}, 1>>, q: ptr<function, array<{t}, 1>>,
                   x: ptr<function, array<{t}, 1>>, r: ptr<function, array<{t}, 1>>) {{
@@ -59,10 +55,7 @@ pub fn cg<T: Real>(
     // Without a preconditioner z is r itself.
     let z_own = diagonal.map(|_| tmp("z")).transpose()?;
     let z = z_own.as_ref().unwrap_or(&r);
-    let precondition = || match diagonal {
-        Some(d) => ctx.par_loop(&k("precondition"), set, &[d.read(), r.read(), z.write()]),
-        None => Ok(()),
-    };
+    let precondition = || precondition(ctx, diagonal, &r, z);
     f.residual(a, &r, &q)?;
     precondition()?;
     ctx.copy(z, &p)?;

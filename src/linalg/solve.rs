@@ -89,6 +89,36 @@ fn residual_kernel(t: crate::DType) -> Kernel {
     )
 }
 
+/// z = v / d, Jacobi's preconditioner (d: the diagonal).
+fn jacobi_kernel(t: crate::DType) -> Kernel {
+    let name = format!("pl_jacobi_{t}");
+    Kernel::new(
+        &name,
+        format!(
+            "fn {name}(d: ptr<function, array<{t}, 1>>, v: ptr<function, array<{t}, 1>>, \
+             z: ptr<function, array<{t}, 1>>) {{ (*z)[0] = (*v)[0] / (*d)[0]; }}\n"
+        ),
+    )
+}
+
+/// Records z = v / d where a diagonal `d` is given (Jacobi); nothing without one (the solvers
+/// then use v itself as z).
+pub(super) fn precondition<T: Real>(
+    ctx: &Context,
+    d: Option<&Dat<T>>,
+    v: &Dat<T>,
+    z: &Dat<T>,
+) -> Result<()> {
+    match d {
+        Some(d) => ctx.par_loop(
+            &jacobi_kernel(T::DTYPE),
+            v.set(),
+            &[d.read(), v.read(), z.write()],
+        ),
+        None => Ok(()),
+    }
+}
+
 impl<'a, T: Real> Frame<'a, T> {
     /// Checks the inputs (`more`: the other vectors given, on b's set) and the options, and
     /// takes ||b|| on the host in f64 (a sum of squares in f32 underflows below 1e-19 and
