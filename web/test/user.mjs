@@ -116,9 +116,13 @@ try {
   await noMessage("pause, reset, click");
 
   // Start again.
+  // The step count shown refreshes every 500 ms, and a loaded machine may take longer to draw
+  // the first frame: wait for the count to move (up to 30 s) instead of a fixed time.
   await page.click("#run");
-  await page.waitForTimeout(500);
-  check(await steps() > 0, "Start runs again");
+  const restarted = await page
+    .waitForFunction(() => Number(document.getElementById("steps").textContent) > 0, null, { timeout: 30_000 })
+    .then(() => true, () => false);
+  check(restarted && await steps() > 0, "Start runs again");
 
   // The sliders.
   await page.locator("#spf").fill("30");
