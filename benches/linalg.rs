@@ -1,36 +1,20 @@
 //! Sparse matrices and Krylov solvers (issue 26): on the P1 Laplacian of a jittered unit square
 //! (Dirichlet rows on the boundary, b = 1 inside) at about 10^4 and 10^5 unknowns, on the
 //! adapter PARLOOP_ADAPTER chooses:
-//! - assembly (one par_loop of element matrices, racing increments) and y = A x, in ms and in
+//! - assembly (one par_loop of element matrices and loads, racing increments) and y = A x, in ms and in
 //!   GB/s of the bytes they must move, beside a plain copy (`ctx.copy`) of the matrix's values;
 //! - Jacobi-CG to a relative residual of 1e-8 in f32 and (with the adapter's f64) f64, against
 //!   the same CG in plain Rust (f64, one core, CSR from the assembled matrix).
 //!
 //! `cargo bench --bench linalg`
 
+use parloop::apps::poisson::element_kernel;
 use parloop::linalg::{Mat, SolveOptions, Sparsity, cg};
 use parloop::mesh::unit_square;
 use parloop::util::Rng;
-use parloop::{Config, Context, Dat, Kernel, Map, Real, Set};
+use parloop::{Config, Context, Dat, Map, Real, Set};
 use std::rc::Rc;
 use std::time::Instant;
-
-const ELEMENT: &str = "
-fn element(x: ptr<function, array<T, 6>>, a: ptr<function, array<T, 9>>) {
-    let det = ((*x)[2] - (*x)[0]) * ((*x)[5] - (*x)[1]) - ((*x)[4] - (*x)[0]) * ((*x)[3] - (*x)[1]);
-    var gx: array<T, 3>;
-    var gy: array<T, 3>;
-    for (var i = 0u; i < 3u; i++) {
-        let j = (i + 1u) % 3u;
-        let k = (i + 2u) % 3u;
-        gx[i] = ((*x)[2u * j + 1u] - (*x)[2u * k + 1u]) / det;
-        gy[i] = ((*x)[2u * k] - (*x)[2u * j]) / det;
-    }
-    for (var i = 0u; i < 9u; i++) {
-        (*a)[i] += abs(det) / 2.0 * (gx[i / 3u] * gx[i % 3u] + gy[i / 3u] * gy[i % 3u]);
-    }
-}
-";
 
 struct System<T: Real> {
     a: Mat<T>,
@@ -58,22 +42,31 @@ fn system<T: Real>(ctx: &Context, n: usize) -> System<T> {
     let vertices = Set::new("vertices", m.nvertices());
     let cells = Set::new("cells", m.ncells());
     let cv = Map::new("cv", &cells, &vertices, 3, &m.cells).unwrap();
-    let sp = Rc::new(Sparsity::new("A", &vertices, &vertices, &[(&cv, &cv)]).unwrap());
-    let a = Mat::<T>::new(ctx, "A", &sp).unwrap();
     let xs: Vec<T> = m
         .coords
         .iter()
         .flat_map(|c| [T::from_f64(c[0]), T::from_f64(c[1])])
         .collect();
     let x = ctx.dat("x", &vertices, 2, &xs).unwrap();
-    let src = ELEMENT
-        .replace("<T,", &format!("<{},", T::DTYPE))
-        .replace("T(", &format!("{}(", T::DTYPE));
-    let k = Kernel::new("element", src);
+    let f = ctx.dat_zeros::<T>("f", &vertices, 1).unwrap();
+    let load = ctx.dat_zeros::<T>("load", &vertices, 1).unwrap();
+    let sp = Rc::new(Sparsity::new(ctx, "A", &vertices, &vertices, &[(&cv, &cv)]).unwrap());
+    let a = Mat::<T>::new(ctx, "A", &sp).unwrap();
     ctx.flush().unwrap();
-    let t = Instant::now();
-    ctx.par_loop(&k, &cells, &[x.all(&cv).read(), a.inc(&cv, &cv).unwrap()])
+    // The Poisson example's assembly loop: the element matrices and a load vector (of f = 0;
+    // b is set below).
+    let c = ctx
+        .global("coefficients", &[T::from_f64(0.0), T::from_f64(1.0)])
         .unwrap();
+    let args = [
+        c.read(),
+        x.all(&cv).read(),
+        f.all(&cv).read(),
+        a.inc(&cv, &cv).unwrap(),
+        load.all(&cv).inc(),
+    ];
+    let t = Instant::now();
+    ctx.par_loop(&element_kernel::<T>(), &cells, &args).unwrap();
     ctx.flush().unwrap();
     let assembly_ms = ms(t);
     let fixed: Vec<u32> = (0..m.nvertices() as u32)

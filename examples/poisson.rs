@@ -9,7 +9,8 @@
 //! in double precision (an adapter with f64). u and its error go to out/poisson/ for ParaView.
 
 use clap::Parser;
-use parloop::linalg::{Mat, SolveOptions, SolveReport, Sparsity, cg};
+use parloop::apps::poisson::assemble;
+use parloop::linalg::{SolveOptions, SolveReport, cg};
 use parloop::mesh::geometry::facet_geometry;
 use parloop::mesh::topology::MeshData;
 use parloop::mesh::vtk::{Field, write_vtu};
@@ -17,7 +18,6 @@ use parloop::mesh::{CellType, Mesh, gmsh, unit_square};
 use parloop::{Context, Error, Kernel, Real, Result};
 use std::f64::consts::PI;
 use std::path::PathBuf;
-use std::rc::Rc;
 
 #[derive(Parser)]
 #[command(about = "P1 Poisson problem solved by CG on the device (parloop)")]
@@ -58,30 +58,6 @@ pub fn gradient(x: [f64; 3]) -> [f64; 2] {
     let (cx, cy) = ((PI * x[0]).cos(), (PI * x[1]).cos());
     [PI * cx * sy, PI * sx * cy]
 }
-
-/// P1 on a triangle: the element matrix area grad(phi_i) . grad(phi_j) and the load
-/// area / 3 f(x_i) (the vertex rule), for the coordinates `x` and the source's values `f`.
-const ASSEMBLE: &str = "
-fn assemble(x: ptr<function, array<T, 6>>, f: ptr<function, array<T, 3>>,
-            a: ptr<function, array<T, 9>>, b: ptr<function, array<T, 3>>) {
-    let det = ((*x)[2] - (*x)[0]) * ((*x)[5] - (*x)[1]) - ((*x)[4] - (*x)[0]) * ((*x)[3] - (*x)[1]);
-    var gx: array<T, 3>;
-    var gy: array<T, 3>;
-    for (var i = 0u; i < 3u; i++) {
-        let j = (i + 1u) % 3u;
-        let k = (i + 2u) % 3u;
-        gx[i] = ((*x)[2u * j + 1u] - (*x)[2u * k + 1u]) / det;
-        gy[i] = ((*x)[2u * k] - (*x)[2u * j]) / det;
-    }
-    let area = abs(det) / 2.0;
-    for (var i = 0u; i < 3u; i++) {
-        for (var j = 0u; j < 3u; j++) {
-            (*a)[3u * i + j] += area * (gx[i] * gx[j] + gy[i] * gy[j]);
-        }
-        (*b)[i] += area / 3.0 * (*f)[i];
-    }
-}
-";
 
 /// What a solve gives: u on the vertices, the CG report, the discrete L2 error, and what the
 /// solve cost per CG iteration: submissions, readbacks, uploads and dispatches.
@@ -134,24 +110,7 @@ pub fn solve<T: Real>(
     };
     let x = md.coords_as::<T>(ctx)?;
     let f = ctx.dat("f", &md.vertices, 1, &values(&source))?;
-    let sparsity = Rc::new(Sparsity::new(
-        "laplacian",
-        &md.vertices,
-        &md.vertices,
-        &[(cv, cv)],
-    )?);
-    let a = Mat::<T>::new(ctx, "A", &sparsity)?;
-    let mut b = ctx.dat_zeros::<T>("b", &md.vertices, 1)?;
-    let src = ASSEMBLE
-        .replace("<T,", &format!("<{},", T::DTYPE))
-        .replace("T(", &format!("{}(", T::DTYPE));
-    let args = [
-        x.all(cv).read(),
-        f.all(cv).read(),
-        a.inc(cv, cv)?,
-        b.all(cv).inc(),
-    ];
-    ctx.par_loop(&Kernel::new("assemble", src), &md.cells, &args)?;
+    let (a, mut b) = assemble::<T>(ctx, "A", cv, &x, &f)?;
     // Neumann data on the other boundary facets: b_i += |f| / 2 grad(u) . n at the facet's
     // midpoint, for both its vertices.
     let on_dirichlet = dirichlet_facets(&md, dirichlet)?;

@@ -51,7 +51,7 @@ fn problem(ctx: &Context, n: usize) -> Problem {
     let vertices = Set::new("vertices", nv);
     let cells = Set::new("cells", m.ncells());
     let cv = Map::new("cv", &cells, &vertices, 3, &m.cells).unwrap();
-    let sp = Rc::new(Sparsity::new("A", &vertices, &vertices, &[(&cv, &cv)]).unwrap());
+    let sp = Rc::new(Sparsity::new(&ctx, "A", &vertices, &vertices, &[(&cv, &cv)]).unwrap());
     let a = Mat::<f32>::new(ctx, "A", &sp).unwrap();
     let x = ctx.dat("x", &vertices, 2, &m.coords_f32()).unwrap();
     let k = Kernel::new("element", ELEMENT);
@@ -196,7 +196,7 @@ fn a_restart_when_r_hat_becomes_orthogonal_to_r() {
     let e = Set::new("e", 6);
     let rows = Map::new("rows", &e, &s, 1, &[0, 1, 1, 1, 2, 2]).unwrap();
     let cols = Map::new("cols", &e, &s, 1, &[0, 0, 1, 2, 1, 2]).unwrap();
-    let sp = Rc::new(Sparsity::new("A", &s, &s, &[(&rows, &cols)]).unwrap());
+    let sp = Rc::new(Sparsity::new(&ctx, "A", &s, &s, &[(&rows, &cols)]).unwrap());
     let a = Mat::<f32>::new(&ctx, "A", &sp).unwrap();
     let vals = ctx
         .dat("vals", &e, 1, &[1.0f32, 1.0, 0.01, 1.0, -1.0, 0.01])
@@ -232,7 +232,7 @@ fn the_identity_with_the_default_check() {
     let ctx = ctx();
     let s = Set::new("s", 4);
     let id = Map::new("id", &s, &s, 1, &[0, 1, 2, 3]).unwrap();
-    let sp = Rc::new(Sparsity::new("I", &s, &s, &[(&id, &id)]).unwrap());
+    let sp = Rc::new(Sparsity::new(&ctx, "I", &s, &s, &[(&id, &id)]).unwrap());
     let a = Mat::<f32>::new(&ctx, "I", &sp).unwrap();
     ctx.fill(&a.values, 1.0).unwrap();
     let b = ctx.dat("b", &s, 1, &[1.0f32, 2.0, 3.0, 4.0]).unwrap();
@@ -255,7 +255,7 @@ fn breakdown_and_limit_are_errors() {
     let s = Set::new("s", 2);
     let swap = Map::new("swap", &s, &s, 1, &[1, 0]).unwrap();
     let id = Map::new("id", &s, &s, 1, &[0, 1]).unwrap();
-    let sp = Rc::new(Sparsity::new("P", &s, &s, &[(&id, &swap)]).unwrap());
+    let sp = Rc::new(Sparsity::new(&ctx, "P", &s, &s, &[(&id, &swap)]).unwrap());
     let a = Mat::<f32>::new(&ctx, "P", &sp).unwrap();
     let k = Kernel::new(
         "one",

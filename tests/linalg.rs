@@ -70,7 +70,7 @@ fn entries(a: &Mat<f32>) -> BTreeMap<(u32, u32), f64> {
 #[test]
 fn the_pattern_of_two_triangles() {
     let (vertices, _, cv, _) = mesh(1, 0);
-    let s = Sparsity::new("s", &vertices, &vertices, &[(&cv, &cv)]).unwrap();
+    let s = Sparsity::new(&ctx(), "s", &vertices, &vertices, &[(&cv, &cv)]).unwrap();
     let m = unit_square(1).shuffled(0).0;
     // Each vertex couples with every vertex of its cells.
     for v in 0..4u32 {
@@ -91,7 +91,7 @@ fn the_pattern_of_two_triangles() {
 
 fn assemble(ctx: &Context, n: usize) -> (Mat<f32>, Vec<u32>, Vec<f32>) {
     let (vertices, cells, cv, flat) = mesh(n, 5);
-    let s = Rc::new(Sparsity::new("s", &vertices, &vertices, &[(&cv, &cv)]).unwrap());
+    let s = Rc::new(Sparsity::new(&ctx, "s", &vertices, &vertices, &[(&cv, &cv)]).unwrap());
     let a = Mat::<f32>::new(ctx, "A", &s).unwrap();
     let w = weights(cells.size());
     let wd = ctx.dat("w", &cells, 1, &w).unwrap();
@@ -197,7 +197,7 @@ fn cg_equals_a_plain_rust_cg() {
     let vertices = Set::new("vertices", m.nvertices());
     let cells = Set::new("cells", m.ncells());
     let cv = Map::new("cv", &cells, &vertices, 3, &m.cells).unwrap();
-    let s = Rc::new(Sparsity::new("lap", &vertices, &vertices, &[(&cv, &cv)]).unwrap());
+    let s = Rc::new(Sparsity::new(&ctx, "lap", &vertices, &vertices, &[(&cv, &cv)]).unwrap());
     let a = Mat::<f32>::new(&ctx, "A", &s).unwrap();
     let x2: Vec<f32> = m.coords_f32();
     let x = ctx.dat("x", &vertices, 2, &x2).unwrap();
@@ -311,7 +311,7 @@ fn diagonal_matrix(ctx: &Context, d: &[f32]) -> (Mat<f32>, Set) {
     let s = Set::new("s", d.len());
     let id: Vec<u32> = (0..d.len() as u32).collect();
     let m = Map::new("id", &s, &s, 1, &id).unwrap();
-    let sp = Rc::new(Sparsity::new("diag", &s, &s, &[(&m, &m)]).unwrap());
+    let sp = Rc::new(Sparsity::new(&ctx, "diag", &s, &s, &[(&m, &m)]).unwrap());
     let a = Mat::<f32>::new(ctx, "D", &sp).unwrap();
     let dd = ctx.dat("d", &s, 1, d).unwrap();
     let k = Kernel::new(
@@ -328,7 +328,7 @@ fn errors_name_what_is_wrong() {
     let ctx = ctx();
     let (vertices, cells, cv, _) = mesh(2, 0);
     let other = Map::new("other", &cells, &vertices, 3, cv.values()).unwrap();
-    let s = Rc::new(Sparsity::new("s", &vertices, &vertices, &[(&cv, &cv)]).unwrap());
+    let s = Rc::new(Sparsity::new(&ctx, "s", &vertices, &vertices, &[(&cv, &cv)]).unwrap());
     let a = Mat::<f32>::new(&ctx, "A", &s).unwrap();
     let e = a.inc(&other, &cv).err().expect("refused").to_string();
     assert!(
@@ -344,7 +344,7 @@ fn errors_name_what_is_wrong() {
         &(0..cells.size() as u32).collect::<Vec<_>>(),
     )
     .unwrap();
-    let rect = Rc::new(Sparsity::new("r", &cells, &vertices, &[(&one, &cv)]).unwrap());
+    let rect = Rc::new(Sparsity::new(&ctx, "r", &cells, &vertices, &[(&one, &cv)]).unwrap());
     let r = Mat::<f32>::new(&ctx, "R", &rect).unwrap();
     let e = r
         .zero_rows(&ctx, &[2], 1.0)
@@ -356,7 +356,7 @@ fn errors_name_what_is_wrong() {
     let y = ctx.dat_zeros::<f32>("y", &vertices, 1).unwrap();
     let e = a.mult(&ctx, &wrong, &y).err().expect("refused").to_string();
     assert!(e.contains("x must be a Dat of dim 1 on `vertices`"), "{e}");
-    let e = Sparsity::new("bad", &cells, &vertices, &[(&cv, &cv)])
+    let e = Sparsity::new(&ctx, "bad", &cells, &vertices, &[(&cv, &cv)])
         .err()
         .expect("refused")
         .to_string();

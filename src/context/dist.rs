@@ -21,7 +21,7 @@
 //! Every rank records the same loops, so every rank exchanges at the same points.
 
 use super::*;
-use crate::data::{Set, Via};
+use crate::data::{Reach, Set, Via};
 use crate::trace::{Computation, Footprint};
 
 impl Context {
@@ -111,8 +111,11 @@ impl Context {
     fn halo_reads(args: &[Arg], exec: bool) -> Vec<Rc<DataInner>> {
         let mut out: Vec<Rc<DataInner>> = Vec::new();
         for a in args.iter().filter(|a| a.data.set.is_some()) {
+            // A map whose owned rows reach owned targets only reads no halo (the loop runs
+            // the owned elements: `exec` is false when it only reads).
+            let through = a.map().is_some_and(|m| m.reach() != Reach::Owned || exec);
             let reads_halo = matches!(a.access, Access::Read | Access::Rw)
-                && (a.map().is_some() || (exec && matches!(a.via, Via::Direct)));
+                && (through || (exec && matches!(a.via, Via::Direct)));
             if reads_halo && !out.iter().any(|d| d.id == a.data.id) {
                 out.push(a.data.clone());
             }
@@ -179,10 +182,15 @@ impl Context {
                     .enumerate()
                     .any(|(j, b)| j != i && b.data.id == a.data.id && b.access.writes())
         });
+        // A map made after the distribution (`Map::new` on a rank's part) may reach halo
+        // targets from core elements: a loop through it waits for its exchanges whole.
+        let core_clean = args
+            .iter()
+            .all(|a| a.map().is_none_or(|m| m.reach() != Reach::Any));
         // Split on every rank alike (a rank without core elements runs an empty part): the
         // trace's length decides where the trace bound forces, which every rank must share.
         // Eager mode runs the exchange and the loop at once: nothing to overlap.
-        if wait && !self_reading && self.0.config.lazy {
+        if wait && !self_reading && core_clean && self.0.config.lazy {
             self.record(kernel, IterSpace::Core(set.clone()), &args, site);
             self.record(kernel, IterSpace::Owned(set, exec), &args, site);
         } else {

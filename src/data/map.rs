@@ -15,6 +15,24 @@ pub(crate) struct MapInner {
     pub values: Vec<u32>,
     /// Per index j: whether column j is injective; then whether all columns together are.
     injective: OnceCell<(Vec<bool>, bool)>,
+    /// What the rows of a distributed `from` set reach (see [`Reach`]).
+    pub reach: Reach,
+}
+
+/// What a map's rows reach on a distributed run, which decides whether a loop reading through
+/// it may be split into `loop[core]` (before the exchange) and `loop[owned]` (seed 001).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// Core rows reach core and owned targets only: the distribution defined the core with
+    /// this map among its maps (or the map was derived from such maps, as a matrix's slots).
+    CoreClean,
+    /// Every owned row (core and owned) reaches core and owned targets only: a loop over the
+    /// owned elements reading through it needs no halo (a matrix's owned columns).
+    Owned,
+    /// Unknown: a map made by [`Map::new`] on a part of a distributed set after the
+    /// distribution, whose core rows may reach halo targets; a loop reading through it waits
+    /// for its exchanges whole.
+    Any,
 }
 
 /// A map from one set to another: `arity` target indices per element.
@@ -31,7 +49,22 @@ impl Map {
         arity: usize,
         values: &[u32],
     ) -> Result<Map> {
-        let name = name.into();
+        let reach = if from.halo().is_some() {
+            Reach::Any
+        } else {
+            Reach::CoreClean
+        };
+        Map::checked(name.into(), from, to, arity, values, reach)
+    }
+
+    fn checked(
+        name: String,
+        from: &Set,
+        to: &Set,
+        arity: usize,
+        values: &[u32],
+        reach: Reach,
+    ) -> Result<Map> {
         let what = || {
             format!(
                 "Map `{name}` ({} -> {}, arity {arity})",
@@ -80,7 +113,36 @@ impl Map {
             arity,
             values: values.to_vec(),
             injective: OnceCell::new(),
+            reach,
         })))
+    }
+    /// A map derived by the library from a distribution's maps, with what its rows reach
+    /// (checked here for [`Reach::Owned`]: an owned row reaching a halo target is an internal
+    /// error).
+    pub(crate) fn derived(
+        name: impl Into<String>,
+        from: &Set,
+        to: &Set,
+        arity: usize,
+        values: &[u32],
+        reach: Reach,
+    ) -> Result<Map> {
+        let name = name.into();
+        let owned = (from.size() * arity).min(values.len());
+        if reach == Reach::Owned {
+            if let Some(i) = values[..owned]
+                .iter()
+                .position(|&v| v as usize >= to.size())
+            {
+                return Err(Error::Data(format!(
+                    "Map `{name}`: owned row {} reaches halo element {} of `{}`: internal error",
+                    i / arity.max(1),
+                    values[i],
+                    to.name()
+                )));
+            }
+        }
+        Map::checked(name, from, to, arity, values, reach)
     }
     /// One rank's part of a distributed map (built by `dist`): the rows its loops can run
     /// (core, owned and exec halo) are checked; the non-exec-halo rows, whose targets need not
@@ -117,6 +179,7 @@ impl Map {
             arity,
             values,
             injective: OnceCell::from(injective),
+            reach: Reach::CoreClean,
         })))
     }
     /// The map's name, as given.
@@ -142,6 +205,10 @@ impl Map {
     /// A process-wide unique id.
     pub fn id(&self) -> u64 {
         self.0.id
+    }
+    /// What the map's rows reach on a distributed run.
+    pub(crate) fn reach(&self) -> Reach {
+        self.0.reach
     }
     /// Whether no two elements share a target at index `idx` (None: over all indices).
     pub fn injective(&self, idx: Option<usize>) -> bool {

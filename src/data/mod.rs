@@ -15,7 +15,7 @@ pub(crate) use arg::Via;
 pub use arg::{Arg, Indirect};
 pub(crate) use host::{Intent, Owner};
 pub use map::Map;
-pub(crate) use map::{MapInner, injectivity};
+pub(crate) use map::{MapInner, Reach, injectivity};
 pub(crate) use residency::Residency;
 
 use crate::error::{Error, Result};

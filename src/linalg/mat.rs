@@ -3,7 +3,7 @@
 //! other; assembly races exactly as an INC through a map does and takes the same strategies).
 
 use super::Sparsity;
-use crate::{Arg, Context, Dat, Error, Kernel, Map, Real, Result, Subset};
+use crate::{Arg, Context, Dat, Error, Kernel, Map, Real, Result};
 use std::io::Write as _;
 use std::rc::Rc;
 
@@ -17,6 +17,8 @@ pub struct Mat<T: Real> {
     diag: Dat<u32>,
     /// Each row's number of entries, for the kernels.
     count: Dat<u32>,
+    /// On N ranks: each row's entries in owned columns (the first ones).
+    owned: Option<Dat<u32>>,
 }
 
 impl<T: Real> Mat<T> {
@@ -24,7 +26,7 @@ impl<T: Real> Mat<T> {
     pub fn new(ctx: &Context, name: &str, sparsity: &Rc<Sparsity>) -> Result<Mat<T>> {
         let s = sparsity;
         let values = ctx.dat_zeros::<T>(name, &s.slots, 1)?;
-        let pos: Vec<u32> = (0..s.rows.size())
+        let pos: Vec<u32> = (0..s.rows.total())
             .map(|r| match s.diagonal[r] {
                 u32::MAX => s.width as u32,
                 d => d - (r * s.width) as u32,
@@ -32,11 +34,18 @@ impl<T: Real> Mat<T> {
             .collect();
         let diag = ctx.dat(&format!("{name} diagonal slot"), &s.rows, 1, &pos)?;
         let count = ctx.dat(&format!("{name} row lengths"), &s.rows, 1, &s.counts)?;
+        let owned = match &s.owned {
+            Some((counts, _)) => {
+                Some(ctx.dat(&format!("{name} owned row lengths"), &s.rows, 1, counts)?)
+            }
+            None => None,
+        };
         Ok(Mat {
             sparsity: s.clone(),
             values,
             diag,
             count,
+            owned,
         })
     }
 
@@ -75,44 +84,48 @@ impl<T: Real> Mat<T> {
     }
 
     /// Zeros `rows` (indices into the row set, in any order, repeats allowed) and puts
-    /// `diagonal` on their diagonal, as a par_loop over a Subset of the rows (PyOP2's
-    /// `zero_rows`): Dirichlet conditions. A row out of range or without a diagonal entry (a
-    /// rectangular pattern) is an error naming it.
+    /// `diagonal` on their diagonal, as a par_loop over the rows (PyOP2's `zero_rows`):
+    /// Dirichlet conditions. On N ranks `rows` are local indices; the halo rows among them are
+    /// their owners' to zero and are left alone here. A row out of range or without a diagonal
+    /// entry (a rectangular pattern) is an error naming it (on every rank).
     #[track_caller]
     pub fn zero_rows(&self, ctx: &Context, rows: &[u32], diagonal: T) -> Result<()> {
         let s = &self.sparsity;
-        if let Some(&r) = rows
-            .iter()
-            .find(|&&r| s.diagonal.get(r as usize) == Some(&u32::MAX))
-        {
-            return Err(Error::Usage(format!(
-                "Mat `{}`: row {r} has no diagonal entry in sparsity `{}`, so zero_rows cannot \
-                 put a value there",
-                self.values.name(),
-                s.name
-            )));
+        let (owned, total) = (s.rows.size(), s.rows.total());
+        let mut flags = vec![0u32; total];
+        let mut checked = Ok(());
+        for &r in rows {
+            let r = r as usize;
+            if r >= total {
+                checked = Err(format!("row {r} is out of range ({total} rows)"));
+                break;
+            }
+            if r < owned && s.diagonal[r] == u32::MAX {
+                checked = Err(format!(
+                    "row {r} has no diagonal entry in sparsity `{}`, so zero_rows cannot put \
+                     a value there",
+                    s.name
+                ));
+                break;
+            }
+            flags[r] = u32::from(r < owned);
         }
-        let mut rows = rows.to_vec();
-        rows.sort_unstable();
-        rows.dedup(); // the vertices of boundary facets name most of them twice
-        let subset = Subset::new(
-            format!("{} zeroed rows", self.values.name()),
-            &s.rows,
-            &rows,
-        )?;
-        let t = T::DTYPE;
-        let w = s.width;
-        let d = ctx.global(
-            &format!("{} zero_rows diagonal", self.values.name()),
-            &[diagonal],
-        )?;
-        let name = format!("pl_zero_rows_{t}_{w}");
+        let what = format!("zero_rows of Mat `{}`", self.values.name());
+        let checked = checked.map_err(|why| Error::Usage(format!("{what}: {why}")));
+        ctx.comm().agree(checked, &what)?;
+        let name = self.values.name();
+        let flags = ctx.dat(&format!("{name} zeroed rows"), &s.rows, 1, &flags)?;
+        let d = ctx.global(&format!("{name} zero_rows diagonal"), &[diagonal])?;
+        let (t, w) = (T::DTYPE, s.width);
+        let kname = format!("pl_zero_rows_{t}_{w}");
         let k = Kernel::new(
-            &name,
+            &kname,
             format!(
-                "fn {name}(d: ptr<function, array<{t}, 1>>, at: ptr<function, array<u32, 1>>, \
-                 v: ptr<function, array<{t}, {w}>>) {{
-    for (var s = 0u; s < {w}u; s++) {{ (*v)[s] = select({t}(), (*d)[0], s == (*at)[0]); }}
+                "fn {kname}(d: ptr<function, array<{t}, 1>>, at: ptr<function, array<u32, 1>>, \
+                 z: ptr<function, array<u32, 1>>, v: ptr<function, array<{t}, {w}>>) {{
+    if ((*z)[0] != 0u) {{
+        for (var s = 0u; s < {w}u; s++) {{ (*v)[s] = select({t}(), (*d)[0], s == (*at)[0]); }}
+    }}
 }}
 "
             ),
@@ -120,9 +133,10 @@ impl<T: Real> Mat<T> {
         let args = [
             d.read(),
             self.diag.read(),
-            self.values.all(&s.row_slots).write(),
+            flags.read(),
+            self.values.all(&s.row_slots).rw(),
         ];
-        ctx.par_loop(&k, &subset, &args)
+        ctx.par_loop(&k, &s.rows, &args)
     }
 
     /// The diagonal as a new Dat on the rows (0 where a row has none), as a par_loop.
@@ -180,32 +194,35 @@ impl<T: Real> Mat<T> {
             }
         }
         let (t, w) = (T::DTYPE, s.width);
-        let name = format!("pl_spmv_{t}_{w}");
-        let k = Kernel::new(
-            &name,
-            format!(
-                "fn {name}(v: ptr<function, array<{t}, {w}>>, n: ptr<function, array<u32, 1>>, \
-                 x: ptr<function, array<{t}, {w}>>, y: ptr<function, array<{t}, 1>>) {{
-    var sum = {t}();
-    for (var s = 0u; s < {w}u; s++) {{ if (s < (*n)[0]) {{ sum += (*v)[s] * (*x)[s]; }} }}
-    (*y)[0] = sum;
-}}
-"
-            ),
-        );
+        let v = self.values.all(&s.row_slots).read();
+        let Some((owned, (_, owned_cols))) = self.owned.as_ref().zip(s.owned.as_ref()) else {
+            let args = [v, self.count.read(), x.all(&s.row_cols).read(), y.write()];
+            return ctx.par_loop(&spmv(t, w, false), &s.rows, &args);
+        };
+        // N ranks: the owned columns first, while x's halo travels; then the halo columns.
+        let args = [v.clone(), owned.read(), x.all(owned_cols).read(), y.write()];
+        ctx.par_loop(&spmv(t, w, false), &s.rows, &args)?;
         let args = [
-            self.values.all(&s.row_slots).read(),
+            v,
+            owned.read(),
             self.count.read(),
             x.all(&s.row_cols).read(),
-            y.write(),
+            y.rw(),
         ];
-        ctx.par_loop(&k, &s.rows, &args)
+        ctx.par_loop(&spmv(t, w, true), &s.rows, &args)
     }
 
     /// Writes the matrix (its entries, not the padding) as a MatrixMarket coordinate file,
     /// 1-based, which SciPy's `scipy.io.mmread` and MATLAB read. Forces the assembly.
     pub fn write_matrix_market(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
         let s = &self.sparsity;
+        if s.owned.is_some() {
+            return Err(Error::Usage(format!(
+                "Mat `{}`: write_matrix_market writes a matrix of one process; on N ranks \
+                 each holds its rows in local numbering (gather the vectors instead)",
+                self.values.name()
+            )));
+        }
         let v = self.values.data_ro()?;
         let io = |e: std::io::Error| {
             Error::Usage(format!(
@@ -227,4 +244,35 @@ impl<T: Real> Mat<T> {
         }
         f.flush().map_err(io)
     }
+}
+
+/// y = A x over a row's first `n` entries (`halo`: y += over entries `n` to `count`).
+fn spmv(t: crate::DType, w: usize, halo: bool) -> Kernel {
+    let (name, range, start) = if halo {
+        (
+            format!("pl_spmv_halo_{t}_{w}"),
+            "c: ptr<function, array<u32, 1>>, ",
+            "(*y)[0]",
+        )
+    } else {
+        (format!("pl_spmv_{t}_{w}"), "", "{t}()")
+    };
+    let start = start.replace("{t}", &t.to_string());
+    let within = if halo {
+        "s >= (*n)[0] && s < (*c)[0]"
+    } else {
+        "s < (*n)[0]"
+    };
+    Kernel::new(
+        &name,
+        format!(
+            "fn {name}(v: ptr<function, array<{t}, {w}>>, n: ptr<function, array<u32, 1>>, \
+             {range}x: ptr<function, array<{t}, {w}>>, y: ptr<function, array<{t}, 1>>) {{
+    var sum = {start};
+    for (var s = 0u; s < {w}u; s++) {{ if ({within}) {{ sum += (*v)[s] * (*x)[s]; }} }}
+    (*y)[0] = sum;
+}}
+"
+        ),
+    )
 }

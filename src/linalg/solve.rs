@@ -169,9 +169,27 @@ impl<'a, T: Real> Frame<'a, T> {
                  got {opts:?}"
             )));
         }
-        let b_norm = {
+        // On N ranks: this rank's owned values, summed over the ranks (with their count).
+        let (sum, n) = {
             let values = b.data_ro()?;
-            let sum: f64 = values.iter().map(|v| v.to_f64().powi(2)).sum();
+            let local = [
+                values.iter().map(|v| v.to_f64().powi(2)).sum::<f64>(),
+                values.len() as f64,
+            ];
+            let words: &[u32] = bytemuck::cast_slice(&local);
+            let all = ctx
+                .comm()
+                .start_all_reduce(
+                    crate::DType::F64,
+                    crate::types::ReduceOp::Sum,
+                    words,
+                    solver,
+                )
+                .finish();
+            let all: Vec<f64> = bytemuck::pod_collect_to_vec(&all);
+            (all[0], all[1])
+        };
+        let b_norm = {
             if !sum.is_finite() {
                 return Err(Error::Usage(format!(
                     "{solver}: b `{}` has a value that is not finite (or too large to square)",
@@ -192,15 +210,14 @@ impl<'a, T: Real> Frame<'a, T> {
         }
         // In f32 the residual's squares must stay normal numbers down to rtol: an entry of
         // a residual of norm rtol ||b|| is about rtol ||b|| / sqrt(n), its square above 1e-36.
-        let n = set.size().max(1) as f64;
+        let n = n.max(1.0);
         let low = 1e-18 * n.sqrt() / opts.rtol;
         if T::DTYPE == crate::DType::F32 && !(low..=1e18).contains(&b_norm) {
             return Err(Error::Usage(format!(
                 "{solver}: ||b|| is {b_norm:e}; in f32 the squares of a residual {:e} times \
                  smaller would leave the normal numbers (with {} unknowns: ||b|| in [{low:e}, \
                  1e18]); scale b (and x), or solve in f64",
-                opts.rtol,
-                set.size()
+                opts.rtol, n as u64
             )));
         }
         Ok(Ok(Frame {

@@ -225,8 +225,16 @@ impl LoopRecord {
         };
         let (mut r, mut w) = (AccessSet::new(), AccessSet::new());
         for a in args {
-            let mask = match a.via {
+            let mask = match &a.via {
                 Via::Direct => iterated,
+                // A map whose owned rows reach owned targets only, in a loop over the owned
+                // elements, reaches no halo.
+                Via::Map(m, _) | Via::MapAll(m)
+                    if m.reach() == crate::data::Reach::Owned
+                        && matches!(space, IterSpace::Set(_)) =>
+                {
+                    iterated
+                }
                 Via::Map(..) | Via::MapAll(..) => reached,
                 Via::Global => section::ALL,
             };
