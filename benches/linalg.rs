@@ -6,7 +6,8 @@
 //! - Jacobi-CG to a relative residual of 1e-8 in f32 and (with the adapter's f64) f64, against
 //!   the same CG in plain Rust (f64, one core, CSR from the assembled matrix).
 //!
-//! `cargo bench --bench linalg`
+//! `cargo bench --bench linalg`; `LINALG_SIZES=1000 LINALG_TYPES=f32` for 10^6 unknowns;
+//! `scripts/scipy-cg.sh` runs SciPy's CG on the matrices it exports (`LINALG_EXPORT=DIR`).
 
 use parloop::apps::poisson::element_kernel;
 use parloop::linalg::{Mat, SolveOptions, Sparsity, cg};
@@ -125,7 +126,7 @@ fn plain_cg(rows: &[Vec<(usize, f64)>], b: &[f64], rtol: f64) -> (usize, f64) {
     (it, ms(t))
 }
 
-fn run<T: Real>(ctx: &Context, n: usize) {
+fn run<T: Real>(ctx: &Context, n: usize) -> System<T> {
     let s = system::<T>(ctx, n);
     let sp = s.a.sparsity();
     let (rows, nnz, w) = (sp.rows().size(), sp.nnz(), sp.width());
@@ -193,21 +194,56 @@ fn run<T: Real>(ctx: &Context, n: usize) {
         rep.true_residual,
         plain_ms / it as f64
     );
+    drop(v);
+    s
 }
 
 fn sp_slots<T: Real>(a: &Mat<T>) -> Set {
     a.values.set().clone()
 }
 
+/// Writes the assembled matrix (MatrixMarket) and b (one value per line) under `dir`, for
+/// `scripts/scipy-cg.sh`.
+fn export<T: Real>(s: &System<T>, n: usize, dir: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    let name = format!("{dir}/poisson_{n}_{}", T::DTYPE);
+    s.a.write_matrix_market(format!("{name}.mtx")).unwrap();
+    let b: Vec<String> =
+        s.b.data_ro()
+            .unwrap()
+            .iter()
+            .map(|v| format!("{v:?}"))
+            .collect();
+    std::fs::write(format!("{name}.b"), b.join("\n") + "\n").unwrap();
+}
+
+/// LINALG_SIZES (squares per side, default `100,316`), LINALG_TYPES (`f32,f64`: f64 only
+/// where the adapter has it), LINALG_EXPORT (a directory: also write each f64 matrix and b).
 fn main() {
     let ctx = Context::with_config(Config::from_env().unwrap()).unwrap();
+    let var = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
+    let sizes: Vec<usize> = var("LINALG_SIZES", "100,316")
+        .split(',')
+        .map(|n| {
+            n.trim()
+                .parse()
+                .expect("LINALG_SIZES: squares per side, comma-separated")
+        })
+        .collect();
+    let types = var("LINALG_TYPES", "f32,f64");
+    let export_to = std::env::var("LINALG_EXPORT").ok();
     println!("adapter: {}", ctx.adapter());
     println!("| type | unknowns | entries | assembly ms | y = A x ms | copy of the values ms |");
     println!("|---|---:|---:|---:|---:|---:|");
-    for n in [100, 316] {
-        run::<f32>(&ctx, n);
-        if ctx.gpu().f64() {
-            run::<f64>(&ctx, n);
+    for n in sizes {
+        if types.contains("f32") {
+            run::<f32>(&ctx, n);
+        }
+        if types.contains("f64") && ctx.gpu().f64() {
+            let s = run::<f64>(&ctx, n);
+            if let Some(dir) = &export_to {
+                export(&s, n, dir);
+            }
         }
     }
 }

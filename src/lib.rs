@@ -26,7 +26,6 @@ mod error;
 mod fuse;
 pub mod graph;
 mod kernel;
-#[cfg(not(target_arch = "wasm32"))]
 pub mod linalg;
 pub mod mesh;
 pub mod plan;

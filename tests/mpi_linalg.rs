@@ -252,3 +252,92 @@ fn poisson_cg_on_2_3_and_4_ranks_equals_one_process() {
         );
     }
 }
+
+/// On N ranks, matrices on sets of one process stay local: each rank solves its own system
+/// (b differs per rank, so a ||b|| summed over the ranks would stop rank 0 at once), and rank
+/// 0 alone builds and solves another (a collective call would hang). A pair whose row map was
+/// made by `Map::new` on a rank's part is refused on every rank. Rank 0 writes its x, the
+/// iterations of its own system, and 1.0 when the refusal came on this rank.
+#[test]
+#[ignore = "run by the other tests under mpirun"]
+fn local_and_refused_worker() {
+    use parloop::linalg::{Mat, Sparsity};
+    use std::rc::Rc;
+    let Some(out) = out_path() else { return };
+    let comm = Comm::world().unwrap();
+    let ctx = Context::with_comm(Config::from_env().unwrap(), &comm).unwrap();
+    let system = |b: &[f32]| {
+        let s = Set::new("s", b.len());
+        let id: Vec<u32> = (0..b.len() as u32).collect();
+        let m = Map::new("id", &s, &s, 1, &id).unwrap();
+        let sp = Rc::new(Sparsity::new(&ctx, "D", &s, &s, &[(&m, &m)]).unwrap());
+        let mut a = Mat::<f32>::new(&ctx, "D", &sp).unwrap();
+        // One entry per row (width 1): the values are the diagonal.
+        let d: Vec<f32> = (0..b.len()).map(|i| 2.0 + i as f32).collect();
+        a.values.set_data(&d).unwrap();
+        let b = ctx.dat("b", &s, 1, b).unwrap();
+        let x = ctx.dat_zeros::<f32>("x", &s, 1).unwrap();
+        let rep = cg(&ctx, &a, &b, &x, None, &SolveOptions::default()).unwrap();
+        let x: Vec<f32> = x.data_ro().unwrap().to_vec();
+        (rep, x)
+    };
+    let scale = if ctx.rank() == 0 { 1e-4 } else { 1e3 };
+    let (rep, x) = system(&[scale, 2.0 * scale]);
+    // D = diag(2, 3): x = b / d.
+    assert!(
+        (x[0] - scale / 2.0).abs() <= 1e-5 * scale
+            && (x[1] - 2.0 * scale / 3.0).abs() <= 1e-5 * scale,
+        "rank {}: x = {x:?} for b = {scale} * [1, 2]",
+        ctx.rank()
+    );
+    if ctx.rank() == 0 {
+        let (_, y) = system(&[3.0, 3.0, 4.0]);
+        assert_eq!(y, [1.5, 1.0, 1.0], "rank 0's own second system");
+    }
+    // The refusal: a chain of 8 cells and 9 nodes; the row map made after the distribution.
+    let mut d = Distribution::new(&ctx);
+    let cells = d.set("cells", 8);
+    let nodes = d.set("nodes", 9);
+    let c2n: Vec<u32> = (0..8).flat_map(|c| [c, c + 1]).collect();
+    let cn = d.map("cell_nodes", cells, nodes, 2, &c2n).unwrap();
+    let part = d.distribute(cells, Partitioner::Block).unwrap();
+    let (cells, nodes, cn) = (part.set(cells), part.set(nodes), part.map(cn));
+    let own: Vec<u32> = cn.values().iter().step_by(2).copied().collect();
+    let m = Map::new("first node", &cells, &nodes, 1, &own).unwrap();
+    let refused = match Sparsity::new(&ctx, "bad", &nodes, &nodes, &[(&m, &m)]) {
+        Err(e) => e.to_string().contains("Map::new"),
+        Ok(_) => false,
+    };
+    assert!(
+        refused,
+        "rank {}: the Map::new row map was not refused",
+        ctx.rank()
+    );
+    let good = Sparsity::new(&ctx, "good", &nodes, &nodes, &[(&cn, &cn)]).unwrap();
+    assert!(
+        good.width() == 3,
+        "a chain's rows have 3 entries, got {}",
+        good.width()
+    );
+    if ctx.rank() == 0 {
+        let v = [
+            x[0] as f64,
+            x[1] as f64,
+            rep.iterations as f64,
+            f64::from(u8::from(refused)),
+        ];
+        std::fs::write(out, bytemuck::cast_slice(&v)).unwrap();
+    }
+}
+
+#[test]
+fn local_matrices_stay_local_and_a_map_new_row_map_is_refused_on_2_ranks() {
+    let got = mpirun_f64(2, "local_and_refused_worker", &[]);
+    assert_eq!(got.len(), 4, "{got:?}");
+    assert!(
+        (got[0] - 0.5e-4).abs() < 1e-9 && (got[1] - 2e-4 / 3.0).abs() < 1e-9,
+        "{got:?}"
+    );
+    assert!(got[2] >= 1.0, "rank 0 stopped after {} iterations", got[2]);
+    assert_eq!(got[3], 1.0);
+}

@@ -118,7 +118,7 @@ impl Map {
     }
     /// A map derived by the library from a distribution's maps, with what its rows reach
     /// (checked here for [`Reach::Owned`]: an owned row reaching a halo target is an internal
-    /// error).
+    /// error; with no owned target there is nothing to reach, and the map is never read).
     pub(crate) fn derived(
         name: impl Into<String>,
         from: &Set,
@@ -129,7 +129,7 @@ impl Map {
     ) -> Result<Map> {
         let name = name.into();
         let owned = (from.size() * arity).min(values.len());
-        if reach == Reach::Owned {
+        if reach == Reach::Owned && to.size() > 0 {
             if let Some(i) = values[..owned]
                 .iter()
                 .position(|&v| v as usize >= to.size())

@@ -54,6 +54,8 @@ fn pl_bicg_residual_{t}({}) {{
 /// between which it happened. Breakdowns are seen as values that are not finite, which WGSL
 /// produces on IEEE hardware (Vulkan, DX12) but does not promise everywhere. After an error x
 /// holds the last iterate (or values that are not finite).
+/// Native: it blocks on the residual checks; [`bicgstab_async`] is the same without blocking.
+#[cfg(not(target_arch = "wasm32"))]
 pub fn bicgstab<T: Real>(
     ctx: &Context,
     a: &dyn Operator<T>,
@@ -62,7 +64,19 @@ pub fn bicgstab<T: Real>(
     diagonal: Option<&Dat<T>>,
     opts: &SolveOptions,
 ) -> Result<SolveReport> {
-    let mut f = match Frame::new(ctx, "bicgstab", b, x, &[diagonal], opts)? {
+    pollster::block_on(bicgstab_async(ctx, a, b, x, diagonal, opts))
+}
+
+/// [`bicgstab`] without blocking: the residual checks await their readbacks.
+pub async fn bicgstab_async<T: Real>(
+    ctx: &Context,
+    a: &dyn Operator<T>,
+    b: &Dat<T>,
+    x: &Dat<T>,
+    diagonal: Option<&Dat<T>>,
+    opts: &SolveOptions,
+) -> Result<SolveReport> {
+    let mut f = match Frame::new(ctx, "bicgstab", b, x, &[diagonal], opts).await? {
         Ok(f) => f,
         Err(done) => return Ok(done),
     };
@@ -81,7 +95,7 @@ pub fn bicgstab<T: Real>(
     let precondition = |from: &Dat<T>, to: &Dat<T>| precondition(ctx, diagonal, from, to);
     f.residual(a, &r, &tv)?;
     ctx.copy(&r, &r0)?;
-    if f.start(&r)? {
+    if f.start(&r).await? {
         return Ok(f.report);
     }
     // The last iteration's r^.v, t.s and t.t: 1 before the first (with p = v = 0 the first
@@ -140,12 +154,15 @@ pub fn bicgstab<T: Real>(
         ];
         ctx.par_loop(&k("residual"), set, &args)?;
         (rv_last, ts_last, tt_last) = (rv, ts, tt);
-        if f.after(it, &r, breakdown)? {
-            return f.finish(a, &r, &tv);
+        if f.after(it, &r, breakdown).await? {
+            return f.finish(a, &r, &tv).await;
         }
         // r^ orthogonal to r while r is not 0 (Dirichlet data in b only, x = 0, makes r^ a left
         // eigenvector of A): the steps above were zero. Restart the recurrence with r^ = r.
-        if f.checks(it) && rho.value()?[0] == T::default() && rr.value()?[0].to_f64() > f.tau() {
+        if f.checks(it)
+            && rho.value_async().await?[0] == T::default()
+            && rr.value_async().await?[0].to_f64() > f.tau()
+        {
             ctx.copy(&r, &r0)?;
             ctx.zero(&p)?;
             ctx.zero(&v)?;

@@ -34,7 +34,9 @@ fn pl_cg_direction_{t}(rz: ptr<function, array<{t}, 1>>, old: ptr<function, arra
 /// gives) is given. Stopping below `rtol` returns the report; reaching `max_iterations`, a
 /// residual that is not finite (breakdown: A is not positive definite, or a zero on the
 /// diagonal) or grows 1e10-fold (divergence) are errors that say which and between which
-/// iterations; so are wrong inputs and options.
+/// iterations; so are wrong inputs and options. Native: it blocks on the residual checks;
+/// [`cg_async`] is the same without blocking (the browser's).
+#[cfg(not(target_arch = "wasm32"))]
 pub fn cg<T: Real>(
     ctx: &Context,
     a: &dyn Operator<T>,
@@ -43,7 +45,19 @@ pub fn cg<T: Real>(
     diagonal: Option<&Dat<T>>,
     opts: &SolveOptions,
 ) -> Result<SolveReport> {
-    let mut f = match Frame::new(ctx, "cg", b, x, &[diagonal], opts)? {
+    pollster::block_on(cg_async(ctx, a, b, x, diagonal, opts))
+}
+
+/// [`cg`] without blocking: the residual checks await their readbacks.
+pub async fn cg_async<T: Real>(
+    ctx: &Context,
+    a: &dyn Operator<T>,
+    b: &Dat<T>,
+    x: &Dat<T>,
+    diagonal: Option<&Dat<T>>,
+    opts: &SolveOptions,
+) -> Result<SolveReport> {
+    let mut f = match Frame::new(ctx, "cg", b, x, &[diagonal], opts).await? {
         Ok(f) => f,
         Err(done) => return Ok(done),
     };
@@ -60,7 +74,7 @@ pub fn cg<T: Real>(
     precondition()?;
     ctx.copy(z, &p)?;
     let mut rz = ctx.dot(&r, z)?;
-    if f.start(&r)? {
+    if f.start(&r).await? {
         return Ok(f.report);
     }
     let breakdown = "p.Ap or r.z was 0 or not finite: is A symmetric positive definite, with no \
@@ -75,8 +89,8 @@ pub fn cg<T: Real>(
         let args = [next.read(), rz.read(), z.read(), p.rw()];
         ctx.par_loop(&k("direction"), set, &args)?;
         rz = next;
-        if f.after(it, &r, breakdown)? {
-            return f.finish(a, &r, &q);
+        if f.after(it, &r, breakdown).await? {
+            return f.finish(a, &r, &q).await;
         }
     }
     Err(f.limit())

@@ -4,7 +4,6 @@
 
 use super::Sparsity;
 use crate::{Arg, Context, Dat, Error, Kernel, Map, Real, Result};
-use std::io::Write as _;
 use std::rc::Rc;
 
 /// A sparse matrix of `T` (f32, or f64 where the adapter has it).
@@ -112,7 +111,11 @@ impl<T: Real> Mat<T> {
         }
         let what = format!("zero_rows of Mat `{}`", self.values.name());
         let checked = checked.map_err(|why| Error::Usage(format!("{what}: {why}")));
-        ctx.comm().agree(checked, &what)?;
+        if s.rows.halo().is_some() {
+            ctx.comm().agree(checked, &what)?;
+        } else {
+            checked?;
+        }
         let name = self.values.name();
         let flags = ctx.dat(&format!("{name} zeroed rows"), &s.rows, 1, &flags)?;
         let d = ctx.global(&format!("{name} zero_rows diagonal"), &[diagonal])?;
@@ -214,9 +217,11 @@ impl<T: Real> Mat<T> {
 
     /// Writes the matrix (its entries, not the padding) as a MatrixMarket coordinate file,
     /// 1-based, which SciPy's `scipy.io.mmread` and MATLAB read. Forces the assembly.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn write_matrix_market(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
         let s = &self.sparsity;
-        if s.owned.is_some() {
+        let global = s.rows.halo().map_or(s.rows.size(), |h| h.global_size);
+        if s.rows.total() != global {
             return Err(Error::Usage(format!(
                 "Mat `{}`: write_matrix_market writes a matrix of one process; on N ranks \
                  each holds its rows in local numbering (gather the vectors instead)",
@@ -231,6 +236,7 @@ impl<T: Real> Mat<T> {
                 path.as_ref().display()
             ))
         };
+        use std::io::Write as _;
         let f = std::fs::File::create(path.as_ref()).map_err(io)?;
         let mut f = std::io::BufWriter::new(f);
         writeln!(f, "%%MatrixMarket matrix coordinate real general").map_err(io)?;

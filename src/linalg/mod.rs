@@ -2,8 +2,8 @@
 //! [`Mat`] assembled by par_loops (PyOP2's `Mat`), and Krylov solvers whose iterations never
 //! wait for the host: conjugate gradients ([`cg`]) and BiCGStab ([`bicgstab`]).
 //!
-//! Native only for now: `cg` reads the residual with blocking host reads (the browser needs
-//! them async).
+//! `cg` and `bicgstab` block on their residual checks (native); `cg_async` and
+//! `bicgstab_async` await them (the browser's).
 //!
 //! Owns: matrices and solvers. Must never: touch the device except through par_loops.
 
@@ -13,8 +13,12 @@ mod mat;
 mod solve;
 mod sparsity;
 
+#[cfg(not(target_arch = "wasm32"))]
 pub use bicgstab::bicgstab;
+pub use bicgstab::bicgstab_async;
+#[cfg(not(target_arch = "wasm32"))]
 pub use cg::cg;
+pub use cg::cg_async;
 pub use mat::Mat;
 pub use solve::{Operator, SolveOptions, SolveReport};
 pub use sparsity::Sparsity;

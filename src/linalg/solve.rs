@@ -5,7 +5,8 @@
 //! iteration.
 
 use super::Mat;
-use crate::{Context, Dat, Error, Kernel, Real, Result};
+use crate::types::ReduceOp;
+use crate::{Context, DType, Dat, Error, Kernel, Real, Result};
 
 /// An operator y = A x: a [`Mat`], or any closure recording par_loops (a matrix-free action).
 pub trait Operator<T: Real> {
@@ -123,7 +124,7 @@ impl<'a, T: Real> Frame<'a, T> {
     /// Checks the inputs (`more`: the other vectors given, on b's set) and the options, and
     /// takes ||b|| on the host in f64 (a sum of squares in f32 underflows below 1e-19 and
     /// overflows above 1e19). `Err(report)` in the Ok: b = 0, so x = 0 and the solve is done.
-    pub fn new(
+    pub async fn new(
         ctx: &'a Context,
         solver: &'static str,
         b: &'a Dat<T>,
@@ -171,23 +172,23 @@ impl<'a, T: Real> Frame<'a, T> {
         }
         // On N ranks: this rank's owned values, summed over the ranks (with their count).
         let (sum, n) = {
-            let values = b.data_ro()?;
+            let values = b.data_ro_async().await?;
             let local = [
                 values.iter().map(|v| v.to_f64().powi(2)).sum::<f64>(),
                 values.len() as f64,
             ];
-            let words: &[u32] = bytemuck::cast_slice(&local);
-            let all = ctx
-                .comm()
-                .start_all_reduce(
-                    crate::DType::F64,
-                    crate::types::ReduceOp::Sum,
-                    words,
-                    solver,
-                )
-                .finish();
-            let all: Vec<f64> = bytemuck::pod_collect_to_vec(&all);
-            (all[0], all[1])
+            if set.halo().is_none() {
+                // A set of this process: nothing collective.
+                (local[0], local[1])
+            } else {
+                let words: &[u32] = bytemuck::cast_slice(&local);
+                let all = ctx
+                    .comm()
+                    .start_all_reduce(DType::F64, ReduceOp::Sum, words, solver)
+                    .finish();
+                let all: Vec<f64> = bytemuck::pod_collect_to_vec(&all);
+                (all[0], all[1])
+            }
         };
         let b_norm = {
             if !sum.is_finite() {
@@ -245,9 +246,9 @@ impl<'a, T: Real> Frame<'a, T> {
     }
 
     /// ||v|| / ||b|| through the device's dot product (a readback).
-    fn relative(&self, v: &Dat<T>) -> Result<f64> {
+    async fn relative(&self, v: &Dat<T>) -> Result<f64> {
         let g = self.ctx.dot(v, v)?;
-        Ok(g.value()?[0].to_f64().sqrt() / self.b_norm)
+        Ok(g.value_async().await?[0].to_f64().sqrt() / self.b_norm)
     }
 
     /// Records r = b - A x into `r` (`q` a scratch vector).
@@ -259,8 +260,8 @@ impl<'a, T: Real> Frame<'a, T> {
     }
 
     /// The initial residual `r` read: true when it is already below rtol.
-    pub fn start(&mut self, r: &Dat<T>) -> Result<bool> {
-        let first = self.relative(r)?;
+    pub async fn start(&mut self, r: &Dat<T>) -> Result<bool> {
+        let first = self.relative(r).await?;
         if !first.is_finite() {
             return Err(Error::Usage(format!(
                 "{}: the initial residual b - A x is not finite: x `{}` (the initial guess) or \
@@ -283,12 +284,12 @@ impl<'a, T: Real> Frame<'a, T> {
     /// After iteration `it`: on a check, reads the residual `r`; true when below rtol. A
     /// residual that is not finite (`breakdown` says what that means for this solver) or
     /// grew 1e10-fold is an error naming the iterations.
-    pub fn after(&mut self, it: usize, r: &Dat<T>, breakdown: &str) -> Result<bool> {
+    pub async fn after(&mut self, it: usize, r: &Dat<T>, breakdown: &str) -> Result<bool> {
         self.report.iterations = it;
         if !self.checks(it) {
             return Ok(false);
         }
-        let res = self.relative(r)?;
+        let res = self.relative(r).await?;
         let since = self.report.residuals.last().map_or(0, |l| l.0);
         self.report.residuals.push((it, res));
         let solver = self.solver;
@@ -309,9 +310,14 @@ impl<'a, T: Real> Frame<'a, T> {
     }
 
     /// The report, with ||b - A x|| / ||b|| computed afresh (into `r`, `q` a scratch).
-    pub fn finish(mut self, a: &dyn Operator<T>, r: &Dat<T>, q: &Dat<T>) -> Result<SolveReport> {
+    pub async fn finish(
+        mut self,
+        a: &dyn Operator<T>,
+        r: &Dat<T>,
+        q: &Dat<T>,
+    ) -> Result<SolveReport> {
         self.residual(a, r, q)?;
-        self.report.true_residual = self.relative(r)?;
+        self.report.true_residual = self.relative(r).await?;
         Ok(self.report)
     }
 

@@ -74,8 +74,14 @@ impl Sparsity {
         cols: &Set,
         pairs: &[(&Map, &Map)],
     ) -> Result<Sparsity> {
-        let what = format!("Sparsity `{name}`");
         let pattern = Pattern::new(name, rows, cols, pairs);
+        if rows.halo().is_none() {
+            // Sets of this process: nothing collective, whatever the other ranks do.
+            let p = pattern?;
+            let width = p.width;
+            return p.build(name, rows, cols, pairs, width);
+        }
+        let what = format!("Sparsity `{name}`");
         let width = pattern.as_ref().map_or(1, |p| p.width);
         // One width on every rank: the slots' global numbering and the kernels agree.
         let (_, width) = ctx.comm().min_max(width as u64, &what);
@@ -108,7 +114,8 @@ impl Sparsity {
     pub fn cols(&self) -> &Set {
         &self.cols
     }
-    /// Row `r`'s columns, sorted.
+    /// Row `r`'s columns, sorted (on N ranks, in local numbering; a halo row's list holds
+    /// only what this rank's elements give it).
     pub fn row(&self, r: usize) -> &[u32] {
         let v = &self.row_cols.values()[r * self.width..(r + 1) * self.width];
         &v[..self.counts[r] as usize]
@@ -171,6 +178,16 @@ impl Pattern {
                     rm.from_set().name(),
                     cm.name(),
                     cm.from_set().name()
+                ));
+            }
+            if distributed && rm.reach() == Reach::Any {
+                // Its exec halo was computed from the Distribution's maps: an element of
+                // another rank that reaches an owned row only through this map is not here.
+                return wrong(format!(
+                    "pair {k}: row map `{}` was made by Map::new on a rank's part, so the \
+                     elements that reach this rank's rows through it may be on other ranks; \
+                     declare it in the Distribution (Distribution::map)",
+                    rm.name()
                 ));
             }
             let (ra, ca, n) = (rm.arity(), cm.arity(), run(rm.from_set()));
@@ -304,15 +321,9 @@ impl Pattern {
         let owned = match rows.halo() {
             None => None,
             Some(_) => {
+                // A rank may own rows but no column (rows on cells, columns on vertices):
+                // its rows' owned counts are 0, and the map is never read.
                 let ncols = cols.size() as u32;
-                if ncols == 0 && rows.size() > 0 {
-                    return Err(wrong(format!(
-                        "this rank owns rows of `{}` but no column of `{}`: distribute both \
-                         over the same elements",
-                        rows.name(),
-                        cols.name()
-                    )));
-                }
                 let counts: Vec<u32> = lists
                     .iter()
                     .map(|l| l.partition_point(|&c| c < ncols) as u32)

@@ -1,7 +1,8 @@
 //! `parloop bench`: every measurement the project reports, on whatever adapter parloop picks,
 //! as one markdown report: the adapter's copy bandwidth, the strategy tables (a triangle mesh
-//! and Airfoil's res_calc), fusion on vs off and lazy vs eager, the wave at three sizes, and
-//! Airfoil on two meshes, with GB/s as a fraction of the copy bandwidth. It needs no Rust
+//! and Airfoil's res_calc), fusion on vs off and lazy vs eager, the wave at three sizes,
+//! Airfoil on two meshes and a CG solve (`bench_solver`), with GB/s as a fraction of the copy
+//! bandwidth. It needs no Rust
 //! toolchain: a release binary and a Vulkan driver are enough.
 
 use parloop::apps::airfoil::{Airfoil, bytes_per_call};
@@ -24,6 +25,8 @@ pub struct Sizes {
     wave_ns: [usize; 3],
     airfoil_meshes: [(usize, usize); 2],
     iterations: usize,
+    /// Squares per side of the CG section's unit square.
+    solver_n: usize,
 }
 
 impl Sizes {
@@ -39,6 +42,7 @@ impl Sizes {
                 wave_ns: [10, 20, 30],
                 airfoil_meshes: [(20, 30), (40, 60)],
                 iterations: 5,
+                solver_n: 30,
             },
             "small" => Sizes {
                 name: name.into(),
@@ -49,6 +53,7 @@ impl Sizes {
                 wave_ns: [100, 200, 400],
                 airfoil_meshes: [(200, 300), (400, 600)],
                 iterations: 20,
+                solver_n: 316,
             },
             _ => Sizes {
                 name: "full".into(),
@@ -59,6 +64,7 @@ impl Sizes {
                 wave_ns: [100, 400, 1000],
                 airfoil_meshes: [(400, 600), (800, 1200)],
                 iterations: 1000,
+                solver_n: 1000,
             },
         };
         Sizes {
@@ -68,13 +74,13 @@ impl Sizes {
     }
 }
 
-type Res<T> = Result<T, String>;
+pub(crate) type Res<T> = Result<T, String>;
 
-fn context(config: Config) -> Res<Context> {
+pub(crate) fn context(config: Config) -> Res<Context> {
     Context::with_config(config).map_err(|e| e.to_string())
 }
 
-fn base() -> Res<Config> {
+pub(crate) fn base() -> Res<Config> {
     Ok(Config {
         profile: true,
         ..Config::from_env().map_err(|e| e.to_string())?
@@ -153,11 +159,13 @@ pub fn run(sizes: Sizes, only: &[String]) -> Res<String> {
     wave_sizes(&mut r, &sizes)?;
     emit(&mut r);
     airfoil(&mut r, &sizes, copy)?;
+    emit(&mut r);
+    crate::bench_solver::solver(&mut r, sizes.solver_n, copy)?;
     Ok(r)
 }
 
 /// Three significant digits, however small (a tiny mesh on a big GPU reads a small fraction).
-fn sig(v: f64) -> String {
+pub(crate) fn sig(v: f64) -> String {
     if !v.is_finite() || v <= 0.0 {
         return format!("{v}");
     }

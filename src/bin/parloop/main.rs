@@ -12,6 +12,8 @@ fn main() {
 
 #[cfg(not(target_arch = "wasm32"))]
 mod bench;
+#[cfg(not(target_arch = "wasm32"))]
+mod bench_solver;
 
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {
