@@ -96,15 +96,28 @@ async function interactive() {
   let app = await open(n);
   show(app);
   let running = true;
+  let implicit = false; // the steady-heat mode: clicks add sources, each solved by CG
+  let solving = false; // a solve is running (the App is busy until it ends)
   let perFrame = Number($("spf").value);
   let last = performance.now(), lastDone = app.completed_steps();
   $("run").onclick = () => {
     running = !running;
     $("run").textContent = running ? "Pause" : "Start";
   };
+  $("mode").onchange = () => {
+    if (solving) return;
+    try {
+      implicit = $("mode").value === "heat";
+      app.set_implicit(implicit);
+      $("solve").textContent = implicit ? "click to add a heat source" : "…";
+      $("message").hidden = true;
+    } catch (e) { fail(String(e)); }
+  };
   $("reset").onclick = () => {
+    if (solving) return;
     try {
       app.reset(Number($("n").value));
+      if (implicit) $("solve").textContent = "click to add a heat source";
       show(app);
       $("message").hidden = true; // a reset recovers from an earlier error
       lastDone = app.completed_steps();
@@ -144,11 +157,22 @@ async function interactive() {
     // The mesh spans 95% of the canvas, centred (see the vertex shader).
     const x = ((ev.clientX - rect.left) / rect.width - 0.025) / 0.95;
     const y = 1 - ((ev.clientY - rect.top) / rect.height - 0.025) / 0.95;
+    if (implicit) {
+      // One solve at a time: a click during a solve waits for the next.
+      if (solving) return;
+      solving = true;
+      $("solve").textContent = "solving…";
+      app.heat_source(x, y).then((r) => {
+        const { iterations, residual } = JSON.parse(r);
+        $("solve").textContent = `CG: ${iterations} iterations, residual ${residual.toExponential(1)}`;
+      }).catch((e) => fail(String(e))).finally(() => { solving = false; });
+      return;
+    }
     try { app.pulse(x, y, 1.0); if (!running) app.frame(0); } catch (e) { fail(String(e)); }
   };
   const tick = () => {
     try {
-      if (running) {
+      if (running && !implicit) {
         $("dpf").textContent = app.frame(perFrame);
         $("dpf-why").textContent = app.dispatch_note();
       }

@@ -12,31 +12,40 @@ use crate::{Context, Dat, Kernel, Real, Result};
 /// its numerator is 0: the iterations after convergence, until the host's next check, change
 /// nothing. A zero denominator under a live nonzero numerator is a breakdown and gives inf.
 /// Each loop takes at most 8 buffers.
-fn kernels(t: crate::DType) -> String {
-    let one = |n: &str| format!("{n}: ptr<function, array<{t}, 1>>");
+fn kernels(t: crate::DType, d: usize) -> String {
+    // The dot products (Globals) hold one value; the vectors `d` per element.
+    let one = |n: &str| {
+        let len = if n.len() == 1 || n == "tv" { d } else { 1 };
+        format!("{n}: ptr<function, array<{t}, {len}>>")
+    };
     let g = |ns: &[&str]| ns.iter().map(|n| one(n)).collect::<Vec<_>>().join(", ");
     format!(
         "
-fn pl_bicg_ratio_{t}(a: {t}, b: {t}, rr: {t}) -> {t} {{
+fn pl_bicg_ratio_{t}_{d}(a: {t}, b: {t}, rr: {t}) -> {t} {{
     return select(a / b, {t}(), a == {t}() || rr <= parloop_bicgstab_tau);
 }}
-fn pl_bicg_direction_{t}({}) {{
+fn pl_bicg_direction_{t}_{d}({}) {{
     // beta = (rho / rho') (alpha' / omega') = (rho / rv') (tt' / ts'); omega' = ts' / tt'.
     let q = (*rr)[0];
-    let beta = pl_bicg_ratio_{t}((*rho)[0], (*rv)[0], q) * pl_bicg_ratio_{t}((*tt)[0], (*ts)[0], q);
-    let omega = pl_bicg_ratio_{t}((*ts)[0], (*tt)[0], q);
-    (*p)[0] = select((*r)[0], {t}(), q <= parloop_bicgstab_tau) + beta * ((*p)[0] - omega * (*v)[0]);
+    let beta = pl_bicg_ratio_{t}_{d}((*rho)[0], (*rv)[0], q) * pl_bicg_ratio_{t}_{d}((*tt)[0], (*ts)[0], q);
+    let omega = pl_bicg_ratio_{t}_{d}((*ts)[0], (*tt)[0], q);
+    for (var i = 0u; i < {d}u; i++) {{
+        (*p)[i] = select((*r)[i], {t}(), q <= parloop_bicgstab_tau) + beta * ((*p)[i] - omega * (*v)[i]);
+    }}
 }}
-fn pl_bicg_half_{t}({}) {{
-    (*s)[0] = (*r)[0] - pl_bicg_ratio_{t}((*rho)[0], (*rv)[0], (*rr)[0]) * (*v)[0];
+fn pl_bicg_half_{t}_{d}({}) {{
+    let alpha = pl_bicg_ratio_{t}_{d}((*rho)[0], (*rv)[0], (*rr)[0]);
+    for (var i = 0u; i < {d}u; i++) {{ (*s)[i] = (*r)[i] - alpha * (*v)[i]; }}
 }}
-fn pl_bicg_solution_{t}({}) {{
+fn pl_bicg_solution_{t}_{d}({}) {{
     let q = (*rr)[0];
-    (*x)[0] += pl_bicg_ratio_{t}((*rho)[0], (*rv)[0], q) * (*y)[0]
-        + pl_bicg_ratio_{t}((*ts)[0], (*tt)[0], q) * (*z)[0];
+    let alpha = pl_bicg_ratio_{t}_{d}((*rho)[0], (*rv)[0], q);
+    let omega = pl_bicg_ratio_{t}_{d}((*ts)[0], (*tt)[0], q);
+    for (var i = 0u; i < {d}u; i++) {{ (*x)[i] += alpha * (*y)[i] + omega * (*z)[i]; }}
 }}
-fn pl_bicg_residual_{t}({}) {{
-    (*r)[0] = (*s)[0] - pl_bicg_ratio_{t}((*ts)[0], (*tt)[0], (*rr)[0]) * (*tv)[0];
+fn pl_bicg_residual_{t}_{d}({}) {{
+    let omega = pl_bicg_ratio_{t}_{d}((*ts)[0], (*tt)[0], (*rr)[0]);
+    for (var i = 0u; i < {d}u; i++) {{ (*r)[i] = (*s)[i] - omega * (*tv)[i]; }}
 }}
 ",
         g(&["rho", "rv", "ts", "tt", "rr", "r", "v", "p"]),
@@ -80,10 +89,10 @@ pub async fn bicgstab_async<T: Real>(
         Ok(f) => f,
         Err(done) => return Ok(done),
     };
-    let (t, set) = (T::DTYPE, b.set());
-    let src = kernels(t);
-    let k = |n: &str| Kernel::new(format!("pl_bicg_{n}_{t}"), src.clone());
-    let tmp = |n: &str| ctx.dat_zeros::<T>(&format!("bicgstab {n}"), set, 1);
+    let (t, set, d) = (T::DTYPE, b.set(), b.dim());
+    let src = kernels(t, d);
+    let k = |n: &str| Kernel::new(format!("pl_bicg_{n}_{t}_{d}"), src.clone());
+    let tmp = |n: &str| ctx.dat_zeros::<T>(&format!("bicgstab {n}"), set, d);
     let (r, r0, p, v) = (tmp("r")?, tmp("r^")?, tmp("p")?, tmp("v")?);
     let (s, tv) = (tmp("s")?, tmp("t")?);
     // Without a preconditioner y is p and z is s.

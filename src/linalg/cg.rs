@@ -7,23 +7,25 @@
 use super::solve::{Frame, Operator, SolveOptions, SolveReport, precondition};
 use crate::{Context, Dat, Kernel, Real, Result};
 
-/// The kernels of one type, one WGSL source.
-fn kernels(t: crate::DType) -> String {
+/// The kernels of one type and dim (components per element), one WGSL source.
+fn kernels(t: crate::DType, d: usize) -> String {
     format!(
         "
-fn pl_cg_step_{t}(rz: ptr<function, array<{t}, 1>>, pq: ptr<function, array<{t}, 1>>,
-                  p: ptr<function, array<{t}, 1>>, q: ptr<function, array<{t}, 1>>,
-                  x: ptr<function, array<{t}, 1>>, r: ptr<function, array<{t}, 1>>) {{
+fn pl_cg_step_{t}_{d}(rz: ptr<function, array<{t}, 1>>, pq: ptr<function, array<{t}, 1>>,
+                  p: ptr<function, array<{t}, {d}>>, q: ptr<function, array<{t}, {d}>>,
+                  x: ptr<function, array<{t}, {d}>>, r: ptr<function, array<{t}, {d}>>) {{
     // Exact convergence between two checks makes r, then p, zero: the step is then 0, not 0/0.
     // (p.Ap = 0 with r.z != 0 is a breakdown, and stays one: the division gives inf.)
     let alpha = select((*rz)[0] / (*pq)[0], {t}(), (*rz)[0] == {t}());
-    (*x)[0] += alpha * (*p)[0];
-    (*r)[0] -= alpha * (*q)[0];
+    for (var i = 0u; i < {d}u; i++) {{
+        (*x)[i] += alpha * (*p)[i];
+        (*r)[i] -= alpha * (*q)[i];
+    }}
 }}
-fn pl_cg_direction_{t}(rz: ptr<function, array<{t}, 1>>, old: ptr<function, array<{t}, 1>>,
-                       z: ptr<function, array<{t}, 1>>, p: ptr<function, array<{t}, 1>>) {{
+fn pl_cg_direction_{t}_{d}(rz: ptr<function, array<{t}, 1>>, old: ptr<function, array<{t}, 1>>,
+                       z: ptr<function, array<{t}, {d}>>, p: ptr<function, array<{t}, {d}>>) {{
     let beta = select((*rz)[0] / (*old)[0], {t}(), (*rz)[0] == {t}());
-    (*p)[0] = (*z)[0] + beta * (*p)[0];
+    for (var i = 0u; i < {d}u; i++) {{ (*p)[i] = (*z)[i] + beta * (*p)[i]; }}
 }}
 "
     )
@@ -61,10 +63,10 @@ pub async fn cg_async<T: Real>(
         Ok(f) => f,
         Err(done) => return Ok(done),
     };
-    let (t, set) = (T::DTYPE, b.set());
-    let src = kernels(t);
-    let k = |n: &str| Kernel::new(format!("pl_cg_{n}_{t}"), src.clone());
-    let tmp = |n: &str| ctx.dat_zeros::<T>(&format!("cg {n}"), set, 1);
+    let (t, set, d) = (T::DTYPE, b.set(), b.dim());
+    let src = kernels(t, d);
+    let k = |n: &str| Kernel::new(format!("pl_cg_{n}_{t}_{d}"), src.clone());
+    let tmp = |n: &str| ctx.dat_zeros::<T>(&format!("cg {n}"), set, d);
     let (r, p, q) = (tmp("r")?, tmp("p")?, tmp("q")?);
     // Without a preconditioner z is r itself.
     let z_own = diagonal.map(|_| tmp("z")).transpose()?;

@@ -6,12 +6,15 @@ use super::Sparsity;
 use crate::{Arg, Context, Dat, Error, Kernel, Map, Real, Result};
 use std::rc::Rc;
 
-/// A sparse matrix of `T` (f32, or f64 where the adapter has it).
+/// A sparse matrix of `T` (f32, or f64 where the adapter has it), of blocks: each entry of
+/// the sparsity is a `block` x `block` block, for vector unknowns (`block` components per
+/// row and column of the sparsity; 1: scalar unknowns).
 pub struct Mat<T: Real> {
     sparsity: Rc<Sparsity>,
-    /// The values, one per nonzero slot: row r's entries in its first `sparsity().row(r)`
-    /// slots; the padding slots after them are never read.
+    /// The values, one block per nonzero slot (dim `block^2`, row-major): row r's entries in
+    /// its first `sparsity().row(r)` slots; the padding slots after them are never read.
     pub values: Dat<T>,
+    block: usize,
     /// Each row's diagonal position within its slots (`width`: none), for the kernels.
     diag: Dat<u32>,
     /// Each row's number of entries, for the kernels.
@@ -21,10 +24,27 @@ pub struct Mat<T: Real> {
 }
 
 impl<T: Real> Mat<T> {
-    /// A zero matrix named `name` on `sparsity`.
+    /// A zero matrix named `name` on `sparsity` (scalar entries).
     pub fn new(ctx: &Context, name: &str, sparsity: &Rc<Sparsity>) -> Result<Mat<T>> {
+        Mat::blocked(ctx, name, sparsity, 1)
+    }
+
+    /// A zero matrix of `block` x `block` blocks on `sparsity` (PyOP2's vector function
+    /// spaces): x and y of [`Mat::mult`] have dim `block`, the element matrix of
+    /// [`Mat::inc`] holds a block per pair of nodes. `block` 0 is an error.
+    pub fn blocked(
+        ctx: &Context,
+        name: &str,
+        sparsity: &Rc<Sparsity>,
+        block: usize,
+    ) -> Result<Mat<T>> {
         let s = sparsity;
-        let values = ctx.dat_zeros::<T>(name, &s.slots, 1)?;
+        if block == 0 || block > 16 {
+            return Err(Error::Usage(format!(
+                "Mat `{name}`: block {block}: give 1 (scalar unknowns) to 16 components"
+            )));
+        }
+        let values = ctx.dat_zeros::<T>(name, &s.slots, block * block)?;
         let pos: Vec<u32> = (0..s.rows.total())
             .map(|r| match s.diagonal[r] {
                 u32::MAX => s.width as u32,
@@ -42,6 +62,7 @@ impl<T: Real> Mat<T> {
         Ok(Mat {
             sparsity: s.clone(),
             values,
+            block,
             diag,
             count,
             owned,
@@ -53,9 +74,16 @@ impl<T: Real> Mat<T> {
         &self.sparsity
     }
 
+    /// Components per block (1: scalar entries).
+    pub fn block(&self) -> usize {
+        self.block
+    }
+
     /// The argument that adds a local matrix to the entries (`rows[e, i]`, `cols[e, j]`):
     /// PyOP2's `mat(INC, (rows[i], cols[j]))`. The kernel sees it as
-    /// `ptr<function, array<T, ra * ca>>`, row-major (entry `i * ca + j`), starting at zero.
+    /// `ptr<function, array<T, ra * ca * b * b>>` (b the block), starting at zero: node pair
+    /// (i, j) row-major, then its block row-major, so component (bi, bj) of pair (i, j) is at
+    /// `((i * ca + j) * b + bi) * b + bj` (`i * ca + j` for scalar entries).
     /// A pair the sparsity was not built from is an error naming it.
     pub fn inc(&self, rows: &Map, cols: &Map) -> Result<Arg> {
         let s = &self.sparsity;
@@ -82,8 +110,8 @@ impl<T: Real> Mat<T> {
         ctx.zero(&self.values)
     }
 
-    /// Zeros `rows` (indices into the row set, in any order, repeats allowed) and puts
-    /// `diagonal` on their diagonal, as a par_loop over the rows (PyOP2's `zero_rows`):
+    /// Zeros `rows` (indices into the row set, in any order, repeats allowed; with blocks,
+    /// every component of the row's node) and puts `diagonal` on their diagonal, as a par_loop over the rows (PyOP2's `zero_rows`):
     /// Dirichlet conditions. On N ranks `rows` are local indices; the halo rows among them are
     /// their owners' to zero and are left alone here. A row out of range or without a diagonal
     /// entry (a rectangular pattern) is an error naming it (on every rank).
@@ -119,15 +147,19 @@ impl<T: Real> Mat<T> {
         let name = self.values.name();
         let flags = ctx.dat(&format!("{name} zeroed rows"), &s.rows, 1, &flags)?;
         let d = ctx.global(&format!("{name} zero_rows diagonal"), &[diagonal])?;
-        let (t, w) = (T::DTYPE, s.width);
-        let kname = format!("pl_zero_rows_{t}_{w}");
+        let (t, w, b) = (T::DTYPE, s.width, self.block);
+        let (wbb, bb) = (w * b * b, b * b);
+        let kname = format!("pl_zero_rows_{t}_{w}_{b}");
         let k = Kernel::new(
             &kname,
             format!(
                 "fn {kname}(d: ptr<function, array<{t}, 1>>, at: ptr<function, array<u32, 1>>, \
-                 z: ptr<function, array<u32, 1>>, v: ptr<function, array<{t}, {w}>>) {{
+                 z: ptr<function, array<u32, 1>>, v: ptr<function, array<{t}, {wbb}>>) {{
     if ((*z)[0] != 0u) {{
-        for (var s = 0u; s < {w}u; s++) {{ (*v)[s] = select({t}(), (*d)[0], s == (*at)[0]); }}
+        for (var k = 0u; k < {wbb}u; k++) {{
+            let on = k / {bb}u == (*at)[0] && (k % {bb}u) / {b}u == k % {b}u;
+            (*v)[k] = select({t}(), (*d)[0], on);
+        }}
     }}
 }}
 "
@@ -142,20 +174,26 @@ impl<T: Real> Mat<T> {
         ctx.par_loop(&k, &s.rows, &args)
     }
 
-    /// The diagonal as a new Dat on the rows (0 where a row has none), as a par_loop.
+    /// The diagonal as a new Dat on the rows (dim `block`: the diagonal of each diagonal
+    /// block; 0 where a row has none), as a par_loop: point Jacobi's.
     #[track_caller]
     pub fn diagonal(&self, ctx: &Context) -> Result<Dat<T>> {
         let s = &self.sparsity;
-        let (t, w) = (T::DTYPE, s.width);
-        let out = ctx.dat_zeros::<T>(&format!("{} diagonal", self.values.name()), &s.rows, 1)?;
-        let name = format!("pl_diagonal_{t}_{w}");
+        let (t, w, b) = (T::DTYPE, s.width, self.block);
+        let (wbb, bb) = (w * b * b, b * b);
+        let out = ctx.dat_zeros::<T>(&format!("{} diagonal", self.values.name()), &s.rows, b)?;
+        let name = format!("pl_diagonal_{t}_{w}_{b}");
         let k = Kernel::new(
             &name,
             format!(
-                "fn {name}(v: ptr<function, array<{t}, {w}>>, at: ptr<function, array<u32, 1>>, \
-                 d: ptr<function, array<{t}, 1>>) {{
-    (*d)[0] = {t}();
-    for (var s = 0u; s < {w}u; s++) {{ if (s == (*at)[0]) {{ (*d)[0] = (*v)[s]; }} }}
+                "fn {name}(v: ptr<function, array<{t}, {wbb}>>, at: ptr<function, array<u32, 1>>, \
+                 d: ptr<function, array<{t}, {b}>>) {{
+    for (var i = 0u; i < {b}u; i++) {{ (*d)[i] = {t}(); }}
+    for (var s = 0u; s < {w}u; s++) {{
+        if (s == (*at)[0]) {{
+            for (var i = 0u; i < {b}u; i++) {{ (*d)[i] = (*v)[s * {bb}u + i * {b}u + i]; }}
+        }}
+    }}
 }}
 "
             ),
@@ -181,11 +219,12 @@ impl<T: Real> Mat<T> {
                 x.name()
             )));
         }
+        let b = self.block;
         for (v, set, what) in [(x, &s.cols, "x"), (y, &s.rows, "y")] {
-            if v.set().id() != set.id() || v.dim() != 1 {
+            if v.set().id() != set.id() || v.dim() != b {
                 return Err(Error::Usage(format!(
-                    "Mat `{}` times `{}` into `{}`: {what} must be a Dat of dim 1 on `{}`; `{}` \
-                     has dim {} on `{}`",
+                    "Mat `{}` times `{}` into `{}`: {what} must be a Dat of dim {b} (the \
+                     block) on `{}`; `{}` has dim {} on `{}`",
                     self.values.name(),
                     x.name(),
                     y.name(),
@@ -200,11 +239,11 @@ impl<T: Real> Mat<T> {
         let v = self.values.all(&s.row_slots).read();
         let Some((owned, (_, owned_cols))) = self.owned.as_ref().zip(s.owned.as_ref()) else {
             let args = [v, self.count.read(), x.all(&s.row_cols).read(), y.write()];
-            return ctx.par_loop(&spmv(t, w, false), &s.rows, &args);
+            return ctx.par_loop(&spmv(t, w, b, false), &s.rows, &args);
         };
         // N ranks: the owned columns first, while x's halo travels; then the halo columns.
         let args = [v.clone(), owned.read(), x.all(owned_cols).read(), y.write()];
-        ctx.par_loop(&spmv(t, w, false), &s.rows, &args)?;
+        ctx.par_loop(&spmv(t, w, b, false), &s.rows, &args)?;
         let args = [
             v,
             owned.read(),
@@ -212,7 +251,7 @@ impl<T: Real> Mat<T> {
             x.all(&s.row_cols).read(),
             y.rw(),
         ];
-        ctx.par_loop(&spmv(t, w, true), &s.rows, &args)
+        ctx.par_loop(&spmv(t, w, b, true), &s.rows, &args)
     }
 
     /// Writes the matrix (its entries, not the padding) as a MatrixMarket coordinate file,
@@ -241,42 +280,60 @@ impl<T: Real> Mat<T> {
         let mut f = std::io::BufWriter::new(f);
         writeln!(f, "%%MatrixMarket matrix coordinate real general").map_err(io)?;
         writeln!(f, "% {} from parloop", self.values.name()).map_err(io)?;
-        writeln!(f, "{} {} {}", s.rows.size(), s.cols.size(), s.nnz()).map_err(io)?;
-        // `{:?}` writes the shortest text that reads back as the same value.
+        let b = self.block;
+        let (rows, cols) = (s.rows.size() * b, s.cols.size() * b);
+        writeln!(f, "{rows} {cols} {}", s.nnz() * b * b).map_err(io)?;
+        // `{:?}` writes the shortest text that reads back as the same value. A block's
+        // components are rows r * b + bi and columns c * b + bj.
         for r in 0..s.rows.size() {
-            for (k, c) in s.row(r).iter().enumerate() {
-                writeln!(f, "{} {} {:?}", r + 1, c + 1, v[r * s.width + k]).map_err(io)?;
+            for bi in 0..b {
+                for (k, c) in s.row(r).iter().enumerate() {
+                    for bj in 0..b {
+                        let at = ((r * s.width + k) * b + bi) * b + bj;
+                        let (i, j) = (r * b + bi + 1, *c as usize * b + bj + 1);
+                        writeln!(f, "{i} {j} {:?}", v[at]).map_err(io)?;
+                    }
+                }
             }
         }
         f.flush().map_err(io)
     }
 }
 
-/// y = A x over a row's first `n` entries (`halo`: y += over entries `n` to `count`).
-fn spmv(t: crate::DType, w: usize, halo: bool) -> Kernel {
+/// y = A x over a row's first `n` entries (`halo`: y += over entries `n` to `count`), for
+/// blocks of `b` components.
+fn spmv(t: crate::DType, w: usize, b: usize, halo: bool) -> Kernel {
     let (name, range, start) = if halo {
         (
-            format!("pl_spmv_halo_{t}_{w}"),
+            format!("pl_spmv_halo_{t}_{w}_{b}"),
             "c: ptr<function, array<u32, 1>>, ",
-            "(*y)[0]",
+            "(*y)[i]".to_string(),
         )
     } else {
-        (format!("pl_spmv_{t}_{w}"), "", "{t}()")
+        (format!("pl_spmv_{t}_{w}_{b}"), "", format!("{t}()"))
     };
-    let start = start.replace("{t}", &t.to_string());
     let within = if halo {
         "s >= (*n)[0] && s < (*c)[0]"
     } else {
         "s < (*n)[0]"
     };
+    let (wbb, wb, bb) = (w * b * b, w * b, b * b);
     Kernel::new(
         &name,
         format!(
-            "fn {name}(v: ptr<function, array<{t}, {w}>>, n: ptr<function, array<u32, 1>>, \
-             {range}x: ptr<function, array<{t}, {w}>>, y: ptr<function, array<{t}, 1>>) {{
-    var sum = {start};
-    for (var s = 0u; s < {w}u; s++) {{ if ({within}) {{ sum += (*v)[s] * (*x)[s]; }} }}
-    (*y)[0] = sum;
+            "fn {name}(v: ptr<function, array<{t}, {wbb}>>, n: ptr<function, array<u32, 1>>, \
+             {range}x: ptr<function, array<{t}, {wb}>>, y: ptr<function, array<{t}, {b}>>) {{
+    for (var i = 0u; i < {b}u; i++) {{
+        var sum = {start};
+        for (var s = 0u; s < {w}u; s++) {{
+            if ({within}) {{
+                for (var j = 0u; j < {b}u; j++) {{
+                    sum += (*v)[s * {bb}u + i * {b}u + j] * (*x)[s * {b}u + j];
+                }}
+            }}
+        }}
+        (*y)[i] = sum;
+    }}
 }}
 "
         ),

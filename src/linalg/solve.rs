@@ -78,26 +78,32 @@ pub(super) struct Frame<'a, T: Real> {
     pub report: SolveReport,
 }
 
-/// r = b - q, the kernel of the residual.
-fn residual_kernel(t: crate::DType) -> Kernel {
-    let name = format!("pl_residual_{t}");
+/// r = b - q, the kernel of the residual, for `d` components per element.
+fn residual_kernel(t: crate::DType, d: usize) -> Kernel {
+    let name = format!("pl_residual_{t}_{d}");
     Kernel::new(
         &name,
         format!(
-            "fn {name}(b: ptr<function, array<{t}, 1>>, q: ptr<function, array<{t}, 1>>, \
-             r: ptr<function, array<{t}, 1>>) {{ (*r)[0] = (*b)[0] - (*q)[0]; }}\n"
+            "fn {name}(b: ptr<function, array<{t}, {d}>>, q: ptr<function, array<{t}, {d}>>, \
+             r: ptr<function, array<{t}, {d}>>) {{
+    for (var i = 0u; i < {d}u; i++) {{ (*r)[i] = (*b)[i] - (*q)[i]; }}
+}}
+"
         ),
     )
 }
 
-/// z = v / d, Jacobi's preconditioner (d: the diagonal).
-fn jacobi_kernel(t: crate::DType) -> Kernel {
-    let name = format!("pl_jacobi_{t}");
+/// z = v / d, Jacobi's preconditioner (d: the diagonal), for `n` components per element.
+fn jacobi_kernel(t: crate::DType, n: usize) -> Kernel {
+    let name = format!("pl_jacobi_{t}_{n}");
     Kernel::new(
         &name,
         format!(
-            "fn {name}(d: ptr<function, array<{t}, 1>>, v: ptr<function, array<{t}, 1>>, \
-             z: ptr<function, array<{t}, 1>>) {{ (*z)[0] = (*v)[0] / (*d)[0]; }}\n"
+            "fn {name}(d: ptr<function, array<{t}, {n}>>, v: ptr<function, array<{t}, {n}>>, \
+             z: ptr<function, array<{t}, {n}>>) {{
+    for (var i = 0u; i < {n}u; i++) {{ (*z)[i] = (*v)[i] / (*d)[i]; }}
+}}
+"
         ),
     )
 }
@@ -112,7 +118,7 @@ pub(super) fn precondition<T: Real>(
 ) -> Result<()> {
     match d {
         Some(d) => ctx.par_loop(
-            &jacobi_kernel(T::DTYPE),
+            &jacobi_kernel(T::DTYPE, v.dim()),
             v.set(),
             &[d.read(), v.read(), z.write()],
         ),
@@ -137,10 +143,10 @@ impl<'a, T: Real> Frame<'a, T> {
             .chain(more.iter().copied())
             .flatten()
         {
-            if v.set().id() != set.id() || v.dim() != 1 || b.dim() != 1 {
+            if v.set().id() != set.id() || v.dim() != b.dim() {
                 return Err(Error::Usage(format!(
-                    "{solver}: b `{}` and `{}` must be Dats of dim 1 on one set; they have dims \
-                     {} and {} on `{}` and `{}`",
+                    "{solver}: b `{}` and `{}` must be Dats of one dim on one set; they have \
+                     dims {} and {} on `{}` and `{}`",
                     b.name(),
                     v.name(),
                     b.dim(),
@@ -255,8 +261,11 @@ impl<'a, T: Real> Frame<'a, T> {
     pub fn residual(&self, a: &dyn Operator<T>, r: &Dat<T>, q: &Dat<T>) -> Result<()> {
         a.apply(self.ctx, self.x, q)?;
         let args = [self.b.read(), q.read(), r.write()];
-        self.ctx
-            .par_loop(&residual_kernel(T::DTYPE), self.b.set(), &args)
+        self.ctx.par_loop(
+            &residual_kernel(T::DTYPE, self.b.dim()),
+            self.b.set(),
+            &args,
+        )
     }
 
     /// The initial residual `r` read: true when it is already below rtol.

@@ -1,11 +1,14 @@
-//! Drawing a frame: p, straight from the simulation's device buffer, colours the triangle mesh.
+//! Drawing a frame: p (or, in the implicit mode, u), straight from the simulation's device
+//! buffer, colours the triangle mesh.
 
 use super::*;
 
 pub(super) fn draw(s: &mut State) -> Result<(), JsValue> {
     let gpu = s.ctx.gpu();
     let r = &s.renderer;
-    let Some(p) = s.ctx.device_buffer(&s.wave.p) else {
+    // The implicit mode draws u, the wave p.
+    let field = s.heat.as_ref().map_or(&s.wave.p, |h| &h.u);
+    let Some(p) = s.ctx.device_buffer(field) else {
         log::warn!("draw: no device buffer for p yet");
         return Ok(()); // nothing computed yet
     };

@@ -11,6 +11,7 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 mod draw;
+mod heat;
 use draw::draw;
 
 /// Vertices from a vertex buffer (coordinates), p from the simulation's storage buffer, coloured
@@ -84,6 +85,8 @@ struct State {
     completed: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// The last `advance`: steps, loops, loop groups and dispatches.
     last: [u64; 4],
+    /// The implicit mode (steady heat on the wave's mesh), when on: drawn instead of p.
+    heat: Option<heat::Heat>,
 }
 
 /// The demo, as JavaScript sees it.
@@ -326,6 +329,7 @@ impl App {
                 range: 0.25,
                 completed: Default::default(),
                 last: [0; 4],
+                heat: None,
             })),
         })
     }
@@ -538,6 +542,13 @@ fn replace_wave(
 ) -> Result<(), JsValue> {
     s.ctx.flush().map_err(js)?;
     s.wave = make(&s.ctx).map_err(js)?;
+    // The implicit mode follows the new mesh, without sources.
+    if s.heat.is_some() {
+        let h = heat::Heat::new(&s.ctx, &s.wave.mesh).map_err(js)?;
+        s.ctx.flush().map_err(js)?;
+        s.ctx.upload(&h.u).map_err(js)?;
+        s.heat = Some(h);
+    }
     let (v, i, c) = mesh_buffers(&s.ctx, &s.wave);
     s.renderer.vertices = v;
     s.renderer.indices = i;

@@ -1,7 +1,9 @@
 // The demo page as a user drives it, in headless Chromium with WebGPU presented on a canvas
 // (Vulkan on SwiftShader): load, a canvas that is not blank and changes, Pause (it stops),
 // a click (the pulse appears where clicked), Reset while paused (the initial picture, the same
-// twice), every mesh size, the sliders, Start again; no console error and no error message.
+// twice), every mesh size, the sliders, Start again, Gmsh files; the steady-heat mode (a click
+// adds a source, CG solves on the GPU, the heat shows where clicked); no console error and no
+// error message.
 // Usage: node web/test/user.mjs [--chromium PATH] [--bench-n 100,200,400] [--verbose 1]
 // With --bench-n it also prints the steps/s the page shows (completed steps) for each size.
 import { chromium } from "playwright-core";
@@ -196,6 +198,50 @@ try {
       .then(() => true, () => false);
     check(hidden && runs, `after ${name} the page runs again (message hidden: ${hidden}, steps from ${before}: ${await steps()})`);
   }
+  // The implicit mode on a 50 x 50 mesh: steady heat, a source per click, each solved by CG
+  // on the GPU (cg_async: the page keeps drawing while it awaits the residual checks).
+  await page.selectOption("#n", "50");
+  await page.waitForFunction(() => document.getElementById("mesh").textContent.startsWith("2601 vertices"), null, { timeout: 60_000 });
+  await page.selectOption("#mode", "heat");
+  await page.waitForFunction(() => document.getElementById("solve").textContent.startsWith("click"), null, { timeout: 60_000 });
+  await page.waitForTimeout(500);
+  const cold = await shot();
+  const hbox = await canvas.boundingBox();
+  // Clicks at (x, y) and waits for the solve's report.
+  const solved = async (x, y) => {
+    await page.evaluate(() => { document.getElementById("solve").textContent = "waiting"; });
+    await canvas.click({ position: { x, y } });
+    await page.waitForFunction(() => document.getElementById("solve").textContent.startsWith("CG:"), null, { timeout: 120_000 });
+    return page.locator("#solve").textContent();
+  };
+  const [hx, hy] = [Math.round(hbox.width * 0.3), Math.round(hbox.height * 0.4)];
+  const first = await solved(hx, hy);
+  const parsed = /CG: (\d+) iterations, residual ([0-9.e+-]+)/.exec(first);
+  check(parsed && Number(parsed[1]) > 1 && Number(parsed[2]) <= 1e-5, `a click is solved by CG on the GPU (${first})`);
+  await page.waitForTimeout(300);
+  const warm = await shot();
+  const hs = warm.width / hbox.width;
+  const hotNear = diff(cold, warm, hx * hs, hy * hs, 12 * hs);
+  const hotFar = diff(cold, warm, warm.width * 0.88, warm.height * 0.88, 12 * hs);
+  check(hotNear > 5 && hotNear > 3 * hotFar,
+    `the heat is where clicked (change near the source ${hotNear.toFixed(1)}, in the far corner ${hotFar.toFixed(1)})`);
+  await noMessage("the steady-heat mode");
+  // A second source: solved from the first solution, the picture changes there.
+  const [gx, gy] = [Math.round(hbox.width * 0.75), Math.round(hbox.height * 0.7)];
+  const second = await solved(gx, gy);
+  await page.waitForTimeout(300);
+  const warmer = await shot();
+  const near2 = diff(warm, warmer, gx * hs, gy * hs, 12 * hs);
+  check(/^CG: \d+ iterations/.test(second) && near2 > 5, `a second source is solved and drawn (${second}; change there ${near2.toFixed(1)})`);
+  await noMessage("two sources");
+  // Back to the wave: it runs again.
+  await page.selectOption("#mode", "wave");
+  const back = await steps();
+  const waveRuns = await page.waitForFunction((b) => Number(document.getElementById("steps").textContent) > b, back, { timeout: 60_000 })
+    .then(() => true, () => false);
+  check(waveRuns, "back in the wave mode, the wave runs");
+  await noMessage("back to the wave");
+
   const dpf = await page.locator("#dpf").textContent();
   check(/per step/.test(await page.locator("#dpf-why").textContent()), `the dispatches are explained (${dpf}: ${await page.locator("#dpf-why").textContent()})`);
 
