@@ -355,7 +355,10 @@ fn errors_name_what_is_wrong() {
     let wrong: Dat<f32> = ctx.dat_zeros("w", &cells, 1).unwrap();
     let y = ctx.dat_zeros::<f32>("y", &vertices, 1).unwrap();
     let e = a.mult(&ctx, &wrong, &y).err().expect("refused").to_string();
-    assert!(e.contains("x must be a Dat of dim 1 (the block) on `vertices`"), "{e}");
+    assert!(
+        e.contains("x must be a Dat of dim 1 (the block) on `vertices`"),
+        "{e}"
+    );
     let e = Sparsity::new(&ctx, "bad", &cells, &vertices, &[(&cv, &cv)])
         .err()
         .expect("refused")

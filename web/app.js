@@ -163,8 +163,9 @@ async function interactive() {
       solving = true;
       $("solve").textContent = "solving…";
       app.heat_source(x, y).then((r) => {
-        const { iterations, residual } = JSON.parse(r);
-        $("solve").textContent = `CG: ${iterations} iterations, residual ${residual.toExponential(1)}`;
+        const { iterations, residual, recomputed } = JSON.parse(r);
+        $("solve").textContent = `CG: ${iterations} iterations, residual ${residual.toExponential(1)} ` +
+          `(recomputed: ${recomputed.toExponential(1)})`;
       }).catch((e) => fail(String(e))).finally(() => { solving = false; });
       return;
     }

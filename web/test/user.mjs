@@ -143,6 +143,9 @@ try {
     check(colours(img) >= 50, `mesh ${n} x ${n}: runs and draws (${colours(img)} colours)`);
     await noMessage(`mesh ${n} x ${n}`);
   }
+  // Back to 50 x 50 (what Reset makes from here on): the rest of the session runs quicker.
+  await page.selectOption("#n", "50");
+  await page.waitForFunction(() => document.getElementById("mesh").textContent.startsWith("2601 vertices"), null, { timeout: 60_000 });
   // A Gmsh mesh from the file picker: the committed disk (81 vertices); then a tetrahedral
   // mesh, refused with its reason, and the page goes on.
   await page.locator("#file").setInputFiles(path.join(root, "..", "tests", "data", "disk.msh"));
@@ -190,8 +193,12 @@ try {
     const why = await page.locator("#message").textContent();
     check(why.includes(name) && !/panic/.test(why), `a malformed ${name} is refused with its reason (${why})`);
     errors.length = 0; // that error was the point
+    // The step count shown refreshes every 500 ms: wait for it to restart from the Reset
+    // before taking the count the page must pass.
+    const pre = await steps();
     await page.click("#reset");
-    await page.waitForTimeout(500);
+    await page.waitForFunction((p) => Number(document.getElementById("steps").textContent) < p, pre, { timeout: 30_000 })
+      .catch(() => {});
     const hidden = await page.locator("#message").isHidden();
     const before = await steps();
     const runs = await page.waitForFunction((b) => Number(document.getElementById("steps").textContent) > b, before, { timeout: 60_000 })
@@ -200,7 +207,6 @@ try {
   }
   // The implicit mode on a 50 x 50 mesh: steady heat, a source per click, each solved by CG
   // on the GPU (cg_async: the page keeps drawing while it awaits the residual checks).
-  await page.selectOption("#n", "50");
   await page.waitForFunction(() => document.getElementById("mesh").textContent.startsWith("2601 vertices"), null, { timeout: 60_000 });
   await page.selectOption("#mode", "heat");
   await page.waitForFunction(() => document.getElementById("solve").textContent.startsWith("click"), null, { timeout: 60_000 });
@@ -216,8 +222,11 @@ try {
   };
   const [hx, hy] = [Math.round(hbox.width * 0.3), Math.round(hbox.height * 0.4)];
   const first = await solved(hx, hy);
-  const parsed = /CG: (\d+) iterations, residual ([0-9.e+-]+)/.exec(first);
-  check(parsed && Number(parsed[1]) > 1 && Number(parsed[2]) <= 1e-5, `a click is solved by CG on the GPU (${first})`);
+  // CG stops at a relative residual of 1e-5; recomputed in f32 (2601 unknowns) it stays
+  // within 1e-4.
+  const parsed = /CG: (\d+) iterations, residual ([0-9.e+-]+) \(recomputed: ([0-9.e+-]+)\)/.exec(first);
+  check(parsed && Number(parsed[1]) > 1 && Number(parsed[2]) <= 1e-5 && Number(parsed[3]) <= 1e-4,
+    `a click is solved by CG on the GPU (${first})`);
   await page.waitForTimeout(300);
   const warm = await shot();
   const hs = warm.width / hbox.width;
