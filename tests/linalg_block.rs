@@ -1,13 +1,14 @@
 //! Block matrices (vector unknowns, issue 26) against plain Rust: element blocks of small
 //! integers (sums exact in f32 in any order) assembled under every strategy, then y = A x, the
 //! diagonal, zero_rows and MatrixMarket output, for blocks of 2 and 3 components; and CG on
-//! the vector Laplacian (K with a 2 x 2 identity block per entry) equals two scalar solves.
+//! the vector Laplacian (K with a 2 x 2 identity block per entry) equals two scalar solves,
+//! and BiCGStab on it equals CG.
 
 mod common;
 
 use common::{ctx, ctx_with, small_ints, strategies};
 use parloop::apps::poisson::assemble;
-use parloop::linalg::{Mat, SolveOptions, Sparsity, cg};
+use parloop::linalg::{Mat, SolveOptions, Sparsity, bicgstab, cg};
 use parloop::mesh::unit_square;
 use parloop::{Config, Context, Kernel, Map, Set};
 use std::rc::Rc;
@@ -230,7 +231,27 @@ fn cg_on_the_vector_laplacian_equals_two_scalar_solves() {
     let d = a.diagonal(&ctx).unwrap();
     let rep = cg(&ctx, &a, &b, &u, Some(&d), &opts).unwrap();
     assert!(rep.iterations > 1, "{rep:?}");
+    // BiCGStab on the same block system, vectors of dim 2.
+    let w = ctx.dat_zeros::<f32>("w", &vertices, 2).unwrap();
+    let rep = bicgstab(&ctx, &a, &b, &w, Some(&d), &opts).unwrap();
+    assert!(rep.iterations > 1, "{rep:?}");
+    let w = w.data_ro().unwrap();
     let u = u.data_ro().unwrap();
+    let worst = u
+        .iter()
+        .zip(w.iter())
+        .fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+    let top = u.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    assert!(
+        worst <= 1e-4 * top,
+        "BiCGStab differs from CG by {worst} (max |u| {top})"
+    );
+    // A block beyond 4 is refused.
+    let e = Mat::<f32>::blocked(&ctx, "big", &s, 5)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("block 5"), "{e}");
     let (u1, u2) = (&solved[0].0, &solved[1].0);
     let scale = u1.iter().chain(u2).fold(0.0f32, |m, v| m.max(v.abs()));
     for v in 0..m.nvertices() {

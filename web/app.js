@@ -104,17 +104,27 @@ async function interactive() {
     running = !running;
     $("run").textContent = running ? "Pause" : "Start";
   };
+  // While a solve runs the App is busy: controls that change it are put back and ignored.
+  const busy = (select, value) => {
+    if (solving && select) select.value = value;
+    return solving;
+  };
   $("mode").onchange = () => {
-    if (solving) return;
+    if (busy($("mode"), implicit ? "heat" : "wave")) return;
     try {
+      app.set_implicit($("mode").value === "heat");
       implicit = $("mode").value === "heat";
-      app.set_implicit(implicit);
       $("solve").textContent = implicit ? "click to add a heat source" : "…";
       $("message").hidden = true;
-    } catch (e) { fail(String(e)); }
+    } catch (e) {
+      $("mode").value = implicit ? "heat" : "wave"; // the mode did not change
+      fail(String(e));
+    }
   };
+  let shownN = $("n").value;
   $("reset").onclick = () => {
-    if (solving) return;
+    if (busy($("n"), shownN)) return;
+    shownN = $("n").value;
     try {
       app.reset(Number($("n").value));
       if (implicit) $("solve").textContent = "click to add a heat source";
@@ -126,10 +136,12 @@ async function interactive() {
   $("n").onchange = $("reset").onclick;
   // A Gmsh mesh of triangles from a file picker or dropped on the canvas.
   const load = async (file) => {
+    if (busy()) return;
     try {
       app.load_mesh(new Uint8Array(await file.arrayBuffer()));
       show(app);
       $("mesh").textContent += ` (${file.name})`;
+      if (implicit) $("solve").textContent = "click to add a heat source";
       $("message").hidden = true;
       lastDone = app.completed_steps();
     } catch (e) { fail(`${file.name}: ${e}`); }
@@ -146,11 +158,14 @@ async function interactive() {
   };
   $("range").oninput = () => {
     const r = Number($("range").value);
-    app.set_range(r);
     $("range-out").textContent = r.toFixed(2);
-    if (!running) app.draw();
     $("legend-max").textContent = "+" + r.toFixed(2);
     $("legend-min").textContent = "-" + r.toFixed(2);
+    if (busy()) return; // the solve's end draws; the range applies from the next change
+    try {
+      app.set_range(r);
+      if (!running || implicit) app.draw();
+    } catch (e) { fail(String(e)); }
   };
   $("canvas").onclick = (ev) => {
     const rect = ev.target.getBoundingClientRect();
@@ -178,7 +193,8 @@ async function interactive() {
         $("dpf-why").textContent = app.dispatch_note();
       }
       const now = performance.now();
-      if (now - last > 500) {
+      // The App is busy during a solve (its counts would read 0): refresh after it.
+      if (now - last > 500 && !solving) {
         // Steps the GPU has completed, not steps submitted.
         const done = app.completed_steps();
         $("sps").textContent = Math.round((done - lastDone) / ((now - last) / 1000));

@@ -6,8 +6,6 @@ use crate::error::{Error, Result};
 use crate::types::{DType, ReduceOp};
 use std::rc::Rc;
 
-/// The default wait for other ranks before a job is aborted (`Config::comm_timeout_s`).
-
 /// Which processes a [`crate::Context`] shares its mesh with. Cheap to clone.
 #[derive(Clone)]
 // The timeout is read by MPI's waits only (not in the browser).

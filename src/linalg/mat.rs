@@ -39,9 +39,11 @@ impl<T: Real> Mat<T> {
         block: usize,
     ) -> Result<Mat<T>> {
         let s = sparsity;
-        if block == 0 || block > 16 {
+        // Each invocation of y = A x holds a row's width x block^2 values: 4 components
+        // (tested to 3) keep that in registers.
+        if block == 0 || block > 4 {
             return Err(Error::Usage(format!(
-                "Mat `{name}`: block {block}: give 1 (scalar unknowns) to 16 components"
+                "Mat `{name}`: block {block}: give 1 (scalar unknowns) to 4 components"
             )));
         }
         let values = ctx.dat_zeros::<T>(name, &s.slots, block * block)?;

@@ -108,13 +108,16 @@ impl App {
     pub fn set_implicit(&self, on: bool) -> Result<(), JsValue> {
         let mut guard = self.get_mut()?;
         let s = &mut *guard;
-        s.heat = None;
         if on {
+            // Made before the mode changes: a failure (a mesh whose matrix does not fit)
+            // leaves the page in the wave.
             s.ctx.flush().map_err(js)?;
             let h = Heat::new(&s.ctx, &s.wave.mesh).map_err(js)?;
             s.ctx.flush().map_err(js)?;
             s.ctx.upload(&h.u).map_err(js)?;
             s.heat = Some(h);
+        } else {
+            s.heat = None;
         }
         draw(s)
     }
@@ -142,8 +145,10 @@ impl App {
             let width = 0.05 / view.scale as f64;
             h.add_source(&s.ctx, (mx as f64, my as f64), 0.5, width)
                 .map_err(js)?;
-            let report = h.solve(&s.ctx).await.map_err(js)?;
+            let solved = h.solve(&s.ctx).await;
+            // Drawn whatever the solve gave: a failed solve shows its last iterate.
             draw(s)?;
+            let report = solved.map_err(js)?;
             // CG's residual at its last check, and ||b - A u|| / ||b|| recomputed (in f32 the
             // two part near 1e-5).
             let last = report.residuals.last().map_or(f64::NAN, |r| r.1);

@@ -173,8 +173,8 @@ fn bytemuck_cast<T: Copy>(v: &[T]) -> &[u8] {
 
 /// While a readback (`checksum`, `snapshot`) is in flight the state is borrowed across its
 /// await; calls that would change it meanwhile get this error instead of a panic.
-const BUSY: &str =
-    "the simulation is busy with a readback: wait for checksum() or snapshot() to finish";
+const BUSY: &str = "the simulation is busy with a readback: wait for checksum(), snapshot() or heat_source() \
+     (a solve) to finish";
 
 /// The first panic's message. A panic aborts the call that hit it (wasm cannot unwind), which
 /// leaves the simulation's state borrowed: every later call reports the panic, not "busy".
@@ -541,10 +541,15 @@ fn replace_wave(
     make: impl FnOnce(&Context) -> parloop::Result<Wave>,
 ) -> Result<(), JsValue> {
     s.ctx.flush().map_err(js)?;
-    s.wave = make(&s.ctx).map_err(js)?;
+    // Both made before either replaces the old: a failure leaves the page as it was.
+    let wave = make(&s.ctx).map_err(js)?;
     // The implicit mode follows the new mesh, without sources.
-    if s.heat.is_some() {
-        let h = heat::Heat::new(&s.ctx, &s.wave.mesh).map_err(js)?;
+    let heat = match s.heat {
+        Some(_) => Some(heat::Heat::new(&s.ctx, &wave.mesh).map_err(js)?),
+        None => None,
+    };
+    s.wave = wave;
+    if let Some(h) = heat {
         s.ctx.flush().map_err(js)?;
         s.ctx.upload(&h.u).map_err(js)?;
         s.heat = Some(h);
