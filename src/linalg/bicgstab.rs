@@ -13,12 +13,16 @@ use crate::{Context, Dat, Kernel, Real, Result};
 /// nothing. A zero denominator under a live nonzero numerator is a breakdown and gives inf.
 /// Each loop takes at most 8 buffers.
 fn kernels(t: crate::DType, d: usize) -> String {
-    // The dot products (Globals) hold one value; the vectors `d` per element.
-    let one = |n: &str| {
-        let len = if n.len() == 1 || n == "tv" { d } else { 1 };
-        format!("{n}: ptr<function, array<{t}, {len}>>")
+    // The parameters: the dot products (Globals, one value each), then the vectors (`d`
+    // values per element).
+    let g = |dots: &[&str], vectors: &[&str]| {
+        let with = |ns: &[&str], len: usize| {
+            ns.iter()
+                .map(|n| format!("{n}: ptr<function, array<{t}, {len}>>"))
+                .collect::<Vec<_>>()
+        };
+        [with(dots, 1), with(vectors, d)].concat().join(", ")
     };
-    let g = |ns: &[&str]| ns.iter().map(|n| one(n)).collect::<Vec<_>>().join(", ");
     format!(
         "
 fn pl_bicg_ratio_{t}_{d}(a: {t}, b: {t}, rr: {t}) -> {t} {{
@@ -48,10 +52,10 @@ fn pl_bicg_residual_{t}_{d}({}) {{
     for (var i = 0u; i < {d}u; i++) {{ (*r)[i] = (*s)[i] - omega * (*tv)[i]; }}
 }}
 ",
-        g(&["rho", "rv", "ts", "tt", "rr", "r", "v", "p"]),
-        g(&["rho", "rv", "rr", "r", "v", "s"]),
-        g(&["rho", "rv", "ts", "tt", "rr", "y", "z", "x"]),
-        g(&["ts", "tt", "rr", "s", "tv", "r"]),
+        g(&["rho", "rv", "ts", "tt", "rr"], &["r", "v", "p"]),
+        g(&["rho", "rv", "rr"], &["r", "v", "s"]),
+        g(&["rho", "rv", "ts", "tt", "rr"], &["y", "z", "x"]),
+        g(&["ts", "tt", "rr"], &["s", "tv", "r"]),
     )
 }
 
