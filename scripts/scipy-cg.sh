@@ -14,7 +14,12 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/pip" install --quiet --disable-pip-version-check scipy
 dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
 LINALG_SIZES="$sizes" LINALG_TYPES=f64 LINALG_EXPORT="$dir" cargo bench --quiet --bench linalg
+if ! ls "$dir"/*.mtx > /dev/null 2>&1; then
+    echo "no matrix exported: the adapter has no f64 (the comparison runs in f64)" >&2
+    exit 1
+fi
 "$venv/bin/python" - "$dir" <<'PY'
 import glob, sys, time
 import numpy as np
@@ -45,4 +50,3 @@ for path in sorted(glob.glob(sys.argv[1] + "/*.mtx"), key=lambda p: int(p.split(
     spmv = (time.perf_counter() - t) * 1e3 / reps
     print(f"| {a.shape[0]} | {a.nnz} | {its[0]} | {ms:.0f} | {ms / its[0]:.3f} | {spmv:.3f} | (true residual {rel:.1e})")
 PY
-rm -rf "$dir"

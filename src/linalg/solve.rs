@@ -178,15 +178,19 @@ impl<'a, T: Real> Frame<'a, T> {
         }
         // On N ranks: this rank's owned values, summed over the ranks (with their count).
         let (sum, n) = {
-            let values = b.data_ro_async().await?;
-            let local = [
-                values.iter().map(|v| v.to_f64().powi(2)).sum::<f64>(),
-                values.len() as f64,
-            ];
+            let local = b.data_ro_async().await.map(|values| {
+                [
+                    values.iter().map(|v| v.to_f64().powi(2)).sum::<f64>(),
+                    values.len() as f64,
+                ]
+            });
             if set.halo().is_none() {
                 // A set of this process: nothing collective.
+                let local = local?;
                 (local[0], local[1])
             } else {
+                // A read that failed on one rank fails every rank before the reduction.
+                let local = ctx.comm().agree(local, solver)?;
                 let words: &[u32] = bytemuck::cast_slice(&local);
                 let all = ctx
                     .comm()
