@@ -29,19 +29,20 @@ mod kernel;
 pub mod linalg;
 pub mod mesh;
 pub mod plan;
+mod profile;
 mod runtime;
 mod trace;
 mod types;
 #[doc(hidden)]
 pub mod util;
 
-pub use config::{AdapterChoice, Config, Staging, Strategy, Variant};
+pub use config::{AdapterChoice, Config, Staging, Strategy, TuneCache, Variant};
 pub use context::Context;
 pub use data::{Arg, ConstValue, Dat, Global, Indirect, IterSpace, Map, Sections, Set, Subset};
 pub use error::{Error, Result};
 pub use kernel::{HostArgs, Kernel};
 pub use runtime::device::report as adapter_report;
-pub use runtime::{Gpu, KernelTime, Stats};
+pub use runtime::{Gpu, KernelTime, Stats, TuneReport};
 pub use types::{Access, DType, Real, Scalar};
 
 /// The README's example, compiled and run as a doctest.

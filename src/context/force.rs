@@ -104,6 +104,12 @@ impl Context {
             })
             .collect();
         let before = self.0.engine.rt.borrow().stats.clone();
+        let prof = &self.0.engine.profiler;
+        let _span = (!computations.is_empty()).then(|| {
+            prof.span("force", Track::Host, || {
+                format!("force ({why}): {} computations", computations.len())
+            })
+        });
         let (explain, result) = match loops {
             Some(loops) => self.run_groups(&loops, readback, still_pending).await,
             None => {
@@ -175,8 +181,12 @@ impl Context {
                 .max_storage_buffers_per_shader_stage as usize,
             pending_reads,
         };
-        let (groups, explain): (Vec<Group>, Explain) =
-            fuse::groups(loops, &env, &mut self.0.sched.fuse_cache.borrow_mut());
+        let (groups, explain): (Vec<Group>, Explain) = {
+            let _s = self.0.engine.profiler.span("fusion", Track::Host, || {
+                format!("fusion of {} loops", loops.len())
+            });
+            fuse::groups(loops, &env, &mut self.0.sched.fuse_cache.borrow_mut())
+        };
         (
             explain,
             runtime::exec::run(&self.0.engine, &groups, readback).await,

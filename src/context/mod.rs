@@ -8,6 +8,7 @@ use crate::data::{Arg, ConstValue, Dat, DataInner, Global, IterSpace, Via, secti
 use crate::error::{Error, Result};
 use crate::fuse::{self, Explain, Group};
 use crate::kernel::{Kernel, KernelProblem, consts_used, expected_type};
+use crate::profile::Track;
 use crate::runtime::{self, Gpu, Stats};
 use crate::trace::{AccessSet, Computation, Footprint, LoopRecord, Reason, Trace};
 use crate::types::{Access, DType, Scalar};
@@ -23,6 +24,7 @@ mod arith;
 mod declare;
 mod dist;
 mod force;
+mod profile;
 mod rounds;
 mod validate;
 
@@ -318,7 +320,9 @@ impl Context {
     /// Dats kept in registers, each distinct reason for a cut once with the number of cuts it
     /// caused, dispatches and memory; on N ranks its rounds and halo exchanges.
     pub fn explain(&self) -> String {
-        self.0.sched.explain.borrow().summary.clone()
+        let mut s = self.0.sched.explain.borrow().summary.clone();
+        s.push_str(&runtime::tune::describe(&self.tuning()));
+        s
     }
     /// [`Context::explain`] in full: every group and every cut between two groups.
     pub fn explain_detail(&self) -> String {
@@ -364,10 +368,22 @@ impl Context {
     ) -> Result<()> {
         let site = Location::caller();
         let space = space.into();
-        self.check_loop(kernel, &space, args, site)?;
-        match self.distributed_space(kernel, &space, args, site)? {
-            Some(part) => self.record_distributed(kernel, part, args, site)?,
-            None => self.record(kernel, space, args, site),
+        {
+            let prof = &self.0.engine.profiler;
+            let _s = prof.span("record", Track::Host, || {
+                format!("record {}", kernel.name())
+            });
+            self.check_loop(kernel, &space, args, site)?;
+            match self.distributed_space(kernel, &space, args, site)? {
+                Some(part) => self.record_distributed(kernel, part, args, site)?,
+                None => self.record(kernel, space, args, site),
+            }
+        }
+        if self.0.engine.profiler.trace {
+            self.0
+                .engine
+                .profiler
+                .counter("pending loops", self.pending() as f64);
         }
         self.run_due()
     }

@@ -220,6 +220,9 @@ impl Context {
             words.resize(need * dat.wdim(), 0);
             packed.state.dropped();
             let (msgs, recvs) = dist::messages(halo, dat.wdim(), &words);
+            let _s = self.0.engine.profiler.span("halo", Track::Halo, || {
+                format!("messages of `{}` ({} sent)", dat.name, msgs.len())
+            });
             let tag = dist::exchange_tag(self.0.engine.rt.borrow().stats.halo_exchanges);
             let what = || format!("the halo exchange of Dat `{}`", dat.name);
             // A mismatch is noted and the round's other exchanges still run (the others wait
@@ -251,6 +254,11 @@ impl Context {
     /// (`failed`), only its communication runs (the reductions still join the other ranks).
     async fn host_step(&self, c: &Computation, text: &mut Explain, failed: bool) -> Result<()> {
         text.line(&format!("host: {}", c.label()));
+        let _s = self
+            .0
+            .engine
+            .profiler
+            .span("halo", Track::Halo, || c.label());
         match c {
             Computation::Loop(_) | Computation::HaloSend { .. } => {
                 return Err(Error::Usage(format!(

@@ -3,7 +3,7 @@
 //! (validated with naga first) and bind groups. The executor (`exec`) asks for them while it
 //! encodes a force.
 
-use super::exec::{Cmd, bound};
+use super::encode::{Cmd, bound};
 use super::lower::{Lowered, PlanSpec};
 use super::{Buf, Gpu, Pipeline, PlanEntry, State};
 use crate::codegen;

@@ -3,30 +3,19 @@
 //! needs before and the readbacks the host asked for after; host groups run between regions,
 //! with data copied only where it crosses.
 
-use super::cache::{bind_group, data_buffer, ensure_pipeline, ensure_plan};
+use super::cache::{bind_group, data_buffer};
 use super::check::{CHECK, Checks};
-use super::lower::{Lowered, Resource, lower};
-use super::readback::{read_staging, read_words, record_times};
-use super::{Engine, Pipeline, State, host};
-use crate::codegen::{self, Params, reduce};
+use super::encode::{Cmd, PARAMS_BYTES, SCRATCH, encode_group, lower_tuned};
+use super::readback::{read_staging, read_words};
+use super::timing::{self, record_times};
+use super::{Engine, host};
+use crate::codegen::Params;
 use crate::data::DataInner;
 use crate::error::{Error, Result};
 use crate::fuse::Group;
+use crate::profile::Track;
 use std::collections::HashSet;
 use std::rc::Rc;
-
-/// One dispatch: the pipeline, the bind group (by cache key), the params slot, the grid.
-pub(super) struct Cmd {
-    pub pipeline: Rc<Pipeline>,
-    /// Buffers in binding order after the params arena: (buffer id, bound bytes).
-    pub bufs: Vec<(u64, u64)>,
-    params: usize,
-    /// Bytes of the params binding (fixed fields plus the group's Const words).
-    pub params_bytes: u64,
-    grid: (u32, u32),
-    /// Index of the group in the force (for per-group timing).
-    group: usize,
-}
 
 /// Runs `groups` in order and leaves `readback` valid on the host.
 pub(crate) async fn run(ctx: &Engine, groups: &[Group], readback: &[Rc<DataInner>]) -> Result<()> {
@@ -35,7 +24,12 @@ pub(crate) async fn run(ctx: &Engine, groups: &[Group], readback: &[Rc<DataInner
         if groups[i].host {
             let need = host_data(&groups[i]);
             fetch(ctx, &[], &need).await?;
-            let copied = host::run_group(&groups[i])?;
+            let copied = {
+                let _s = ctx.profiler.span("host", Track::Host, || {
+                    format!("host {}", timing::label(&groups[i]))
+                });
+                host::run_group(&groups[i])?
+            };
             let mut st = ctx.rt.borrow_mut();
             st.stats.host_loops += groups[i].loops.len() as u64;
             st.stats.loops += groups[i].loops.len() as u64;
@@ -52,10 +46,47 @@ pub(crate) async fn run(ctx: &Engine, groups: &[Group], readback: &[Rc<DataInner
         } else {
             readback.to_vec()
         };
-        fetch(ctx, &groups[i..j], &want).await?;
+        // Without timestamps, a group is timed (profiling, or a tuning trial) by submitting
+        // it alone and waiting for it: a synchronised wall clock.
+        let trying = || {
+            let tuner = ctx.tuner.borrow();
+            let t = tuner.as_ref();
+            groups[i..j]
+                .iter()
+                .any(|g| t.is_some_and(|t| t.trying(g, &ctx.choice)))
+        };
+        if !ctx.timestamps && (ctx.profile || trying()) {
+            for g in &groups[i..j] {
+                let out = fetch(ctx, std::slice::from_ref(g), &[]).await?;
+                if let Some(t0) = out.submitted.filter(|_| out.encoded) {
+                    ctx.wait_done().await;
+                    let ns = t0.elapsed().as_nanos() as f64;
+                    if ctx.profile {
+                        timing::add_time(ctx, &mut ctx.rt.borrow_mut(), g, t0, ns);
+                    }
+                    if let Some(t) = ctx.tuner.borrow_mut().as_mut() {
+                        out.trials.iter().flatten().for_each(|k| t.record(k, ns));
+                    }
+                }
+            }
+            fetch(ctx, &[], &want).await?;
+        } else {
+            fetch(ctx, &groups[i..j], &want).await?;
+        }
         i = j;
     }
-    fetch(ctx, &[], readback).await
+    fetch(ctx, &[], readback).await.map(|_| ())
+}
+
+/// What a submission of groups did.
+#[derive(Default)]
+struct Fetched {
+    /// When its command buffer was submitted.
+    submitted: Option<web_time::Instant>,
+    /// Some group had work (positions).
+    encoded: bool,
+    /// Per group, the tuner's key when its execution was a timed trial.
+    trials: Vec<Option<String>>,
 }
 
 /// Makes `d`'s device copy current (created, uploaded or cleared as at a loop's first use) and
@@ -120,14 +151,15 @@ fn host_data(g: &Group) -> Vec<Rc<DataInner>> {
 }
 
 /// Encodes and submits `groups`, then reads back whichever of `want` the host lacks.
-async fn fetch(ctx: &Engine, groups: &[Group], want: &[Rc<DataInner>]) -> Result<()> {
+async fn fetch(ctx: &Engine, groups: &[Group], want: &[Rc<DataInner>]) -> Result<Fetched> {
     let gpu = &ctx.gpu;
     // What needs a readback is known only after the groups are encoded (they mark what they
     // write as current on the device).
     let needs_readback = |d: &Rc<DataInner>| d.state.device_only() && d.len() > 0;
     if groups.is_empty() && !want.iter().any(needs_readback) {
-        return Ok(());
+        return Ok(Fetched::default());
     }
+    let mut trials: Vec<Option<String>> = vec![None; groups.len()];
     if let Some(e) = gpu.uncaptured.lock().ok().and_then(|mut s| s.take()) {
         return Err(Error::Device(format!(
             "the device reported an earlier error: {e}"
@@ -140,6 +172,9 @@ async fn fetch(ctx: &Engine, groups: &[Group], want: &[Rc<DataInner>]) -> Result
         .create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("parloop force"),
         });
+    let encoding = ctx.profiler.span("encode", Track::Host, || {
+        format!("encode {} groups, {} readbacks", groups.len(), want.len())
+    });
     let staging = {
         let mut st = ctx.rt.borrow_mut();
         st.purge();
@@ -150,23 +185,43 @@ async fn fetch(ctx: &Engine, groups: &[Group], want: &[Rc<DataInner>]) -> Result
         let mut checks = Checks::default();
         let mut loops = 0u64;
         for (gi, g) in groups.iter().enumerate() {
-            let lw =
-                lower(g, &choice).map_err(|m| Error::ParLoop(format!("{}: {m}", g.names())))?;
             loops += g.loops.len() as u64;
-            if lw.positions() == 0 {
-                continue;
-            }
-            let first = cmds.len();
-            let (words, sites) = encode_group(
-                ctx,
-                &mut st,
-                &mut encoder,
-                g,
-                lw,
-                checks.words,
-                &mut params,
-                &mut cmds,
-            )?;
+            let (first, first_params) = (cmds.len(), params.len());
+            // Under `tune`, a candidate that cannot run the group (workgroup memory, storage
+            // buffers) is dropped and the next one encoded.
+            let (words, sites) = loop {
+                let (lw, trial) = lower_tuned(ctx, g, &choice)?;
+                if lw.positions() == 0 {
+                    break (0, None);
+                }
+                let encoded = encode_group(
+                    ctx,
+                    &mut st,
+                    &mut encoder,
+                    g,
+                    lw,
+                    checks.words,
+                    &mut params,
+                    &mut cmds,
+                );
+                match encoded {
+                    Ok(out) => {
+                        trials[gi] = trial;
+                        break out;
+                    }
+                    Err(e) => {
+                        let retry = trial.as_ref().is_some_and(|k| {
+                            let mut t = ctx.tuner.borrow_mut();
+                            t.as_mut().is_some_and(|t| t.reject(k, &e.to_string()))
+                        });
+                        if !retry {
+                            return Err(e);
+                        }
+                        cmds.truncate(first);
+                        params.truncate(first_params);
+                    }
+                }
+            };
             scratch_words = scratch_words.max(words);
             if let Some(sites) = sites {
                 checks.add(gi, g.loops.len(), sites);
@@ -232,7 +287,9 @@ async fn fetch(ctx: &Engine, groups: &[Group], want: &[Rc<DataInner>]) -> Result
         }
         // One compute pass for the whole region; when profiling with timestamp queries, one
         // pass per group with its start and end written to a query set.
-        let profiling = ctx.profile && gpu.timestamps() && !cmds.is_empty();
+        let profiling = (ctx.profile || trials.iter().any(Option::is_some))
+            && ctx.timestamps
+            && !cmds.is_empty();
         let queries = profiling.then(|| {
             gpu.device.create_query_set(&wgpu::QuerySetDescriptor {
                 label: Some("parloop profile"),
@@ -303,10 +360,19 @@ async fn fetch(ctx: &Engine, groups: &[Group], want: &[Rc<DataInner>]) -> Result
             .map(|b| (b, checks));
         st.stats.submissions += 1;
         st.stats.readbacks += staging.len() as u64;
-        (staging, timing, check_out)
+        (staging, timing, check_out, !cmds.is_empty())
     };
-    let (staging, timing, check_out) = staging;
-    gpu.queue.submit([encoder.finish()]);
+    let (staging, timing, check_out, encoded) = staging;
+    drop(encoding);
+    let submitted = Some(web_time::Instant::now());
+    {
+        let _s = ctx.profiler.span("submit", Track::Host, || "submit".into());
+        gpu.queue.submit([encoder.finish()]);
+    }
+    if ctx.profiler.trace {
+        let bytes = ctx.rt.borrow().device_bytes();
+        ctx.profiler.counter("device MB", bytes as f64 / 1e6);
+    }
     #[cfg(not(target_arch = "wasm32"))]
     if let Some(e) = scope.pop().await {
         let names: Vec<String> = groups.iter().map(Group::names).collect();
@@ -320,207 +386,16 @@ async fn fetch(ctx: &Engine, groups: &[Group], want: &[Rc<DataInner>]) -> Result
         )));
     }
     read_staging(ctx, staging).await?;
-    if let Some((buf, used)) = timing {
-        record_times(ctx, groups, buf, &used).await?;
+    if let (Some(timing), Some(at)) = (timing, submitted) {
+        record_times(ctx, groups, timing, &trials, at).await?;
     }
     if let Some((buf, checks)) = check_out {
         let words = read_words(ctx, buf, 4 * checks.words as u64, "check records").await?;
         checks.verdict(groups, &words)?;
     }
-    Ok(())
-}
-
-/// Bytes of the fixed dispatch parameters (the Const words follow them).
-pub(super) const PARAMS_BYTES: u64 = std::mem::size_of::<Params>() as u64;
-
-/// Placeholder buffer id for the scratch buffer until its size is known.
-const SCRATCH: u64 = u64::MAX;
-
-/// Prepares one group: plan, pipeline, buffers, dispatches. Returns the scratch words it needs
-/// and, in checking mode, the index sites its shader guards (its records start at word
-/// `check_base` of the check buffer).
-#[allow(clippy::too_many_arguments)]
-fn encode_group(
-    ctx: &Engine,
-    st: &mut State,
-    encoder: &mut wgpu::CommandEncoder,
-    g: &Group,
-    mut lw: Lowered,
-    check_base: u32,
-    params: &mut Vec<(Params, Rc<[u32]>)>,
-    cmds: &mut Vec<Cmd>,
-) -> Result<(u64, Option<Vec<codegen::check::CheckSite>>)> {
-    let gpu = &ctx.gpu;
-    let names = || g.names();
-    let plan = match &lw.plan {
-        Some(spec) => Some(
-            ensure_plan(st, gpu, &lw, spec)
-                .map_err(|m| Error::ParLoop(format!("{}: {m}", names())))?,
-        ),
-        None => None,
-    };
-    if let Some(p) = &plan {
-        for (s, m) in lw.ir.staged.iter_mut().enumerate() {
-            m.maxu = p.maxu.get(s).copied().unwrap_or(0);
-        }
-    }
-    let limits = &gpu.limits;
-    let storage = lw.ir.bindings.len() as u32;
-    if storage > limits.max_storage_buffers_per_shader_stage {
-        return Err(Error::ParLoop(format!(
-            "{}: needs {storage} storage buffers, the adapter allows {} per shader stage: split \
-             the loop or pass fewer Dats and Maps",
-            names(),
-            limits.max_storage_buffers_per_shader_stage
-        )));
-    }
-    let wg_bytes = lw.ir.workgroup_bytes() as u32;
-    if wg_bytes > limits.max_compute_workgroup_storage_size {
-        return Err(Error::ParLoop(format!(
-            "{}: needs {wg_bytes} bytes of workgroup memory, the adapter allows {}: use the \
-             `atomics` or `global-colour` strategy, or staging `none`",
-            names(),
-            limits.max_compute_workgroup_storage_size
-        )));
-    }
-    let (wgsl, sites) = codegen::generate_checked(&lw.ir);
-    let sites = lw.ir.check.map(|_| sites);
-    let pipeline = ensure_pipeline(st, gpu, &wgsl, &names())?;
-    ctx.shaders.borrow_mut().push(wgsl);
-    // Buffers, in binding order.
-    let mut bufs = Vec::with_capacity(lw.resources.len());
-    for res in &lw.resources {
-        bufs.push(match res {
-            Resource::Data(d) => data_buffer(st, gpu, encoder, d)?,
-            Resource::Map(m) => {
-                if !st.maps.contains_key(&m.id()) {
-                    let b = st.upload_words(gpu, m.values(), m.name());
-                    st.maps.insert(m.id(), (Rc::downgrade(&m.0), b));
-                }
-                (st.maps[&m.id()].1.id, bound(m.values().len() as u64 * 4))
-            }
-            Resource::Subset(s) => {
-                if !st.subsets.contains_key(&s.0.id) {
-                    let b = st.upload_words(gpu, s.indices(), s.name());
-                    st.subsets.insert(s.0.id, (Rc::downgrade(&s.0), b));
-                }
-                (st.subsets[&s.0.id].1.id, bound(s.len() as u64 * 4))
-            }
-            Resource::Plan => {
-                let p = plan.as_ref().expect("planned schedules have a plan");
-                (p.buffer.id, p.buffer.size)
-            }
-            Resource::Scratch => (SCRATCH, 0),
-            Resource::Check => (CHECK, 0),
-        });
-    }
-    // Dispatches.
-    // Positions of a set's part are a range of its elements starting at `first`.
-    let ranges = codegen::strategy::dispatches(
-        lw.ir.schedule.plan(),
-        plan.as_deref()
-            .and_then(|p| p.colour.as_ref())
-            .map(|c| &c.offsets[..]),
-        plan.as_deref()
-            .and_then(|p| p.blocks.as_ref())
-            .map(|b| &b.colour_offsets[..]),
-        (lw.positions(), lw.space.first()),
-        lw.ir.workgroup_size,
-    );
-    let slots: u32 = ranges.iter().map(|r| r.2).sum();
-    let const_words: Rc<[u32]> = Rc::from(codegen::consts::words(&lw.ir.consts));
-    if const_words.len() > codegen::consts::MAX_WORDS {
-        return Err(Error::ParLoop(format!(
-            "{}: its Consts hold {} values, over the {} one loop group can carry: pass large \
-             tables as a Global or a Dat",
-            names(),
-            const_words.len(),
-            codegen::consts::MAX_WORDS
-        )));
-    }
-    let grid_max = ctx
-        .grid_limit
-        .map_or(u32::MAX, |l| l.max(1))
-        .min(gpu.limits.max_compute_workgroups_per_dimension);
-    let mut wg_base = 0;
-    for &(n, base, nwg) in &ranges {
-        if nwg == 0 {
-            continue;
-        }
-        params.push((
-            Params {
-                n,
-                base,
-                wg_base,
-                slots,
-                nwg,
-                check: check_base,
-                owned: lw.space.set().size() as u32,
-                pad: 0,
-            },
-            const_words.clone(),
-        ));
-        cmds.push(Cmd {
-            pipeline: pipeline.clone(),
-            bufs: bufs.clone(),
-            params: params.len() - 1,
-            params_bytes: PARAMS_BYTES + 4 * const_words.len() as u64,
-            grid: grid(nwg, grid_max),
-            group: 0,
-        });
-        wg_base += nwg;
-    }
-    // Reductions: one finalize dispatch each.
-    let mut off = 0u32;
-    for red in &lw.ir.reductions {
-        let fin = ensure_pipeline(
-            st,
-            gpu,
-            &reduce::finalize_wgsl(red.dtype, red.access),
-            &names(),
-        )?;
-        let global = bufs[red.binding];
-        params.push((
-            Params {
-                n: slots,
-                base: off * slots,
-                nwg: red.dim as u32,
-                ..Default::default()
-            },
-            Rc::from(Vec::new()),
-        ));
-        cmds.push(Cmd {
-            pipeline: fin,
-            bufs: vec![(SCRATCH, 0), global],
-            params: params.len() - 1,
-            params_bytes: PARAMS_BYTES,
-            grid: (1, 1),
-            group: 0,
-        });
-        off += (red.dim * red.dtype.words()) as u32;
-    }
-    // What this group writes is now current on the device only.
-    for (res, b) in lw.resources.iter().zip(&lw.ir.bindings) {
-        if let Resource::Data(d) = res {
-            if b.writable {
-                d.state.written_on_device();
-            }
-        }
-    }
-    Ok((off as u64 * slots as u64, sites))
-}
-
-/// A 2-D grid when the workgroups exceed one dimension's limit.
-fn grid(nwg: u32, max: u32) -> (u32, u32) {
-    if nwg <= max {
-        (nwg, 1)
-    } else {
-        let y = nwg.div_ceil(max);
-        (nwg.div_ceil(y), y)
-    }
-}
-
-/// Bytes a storage binding covers (at least 4).
-pub(super) fn bound(bytes: u64) -> u64 {
-    bytes.max(4)
+    Ok(Fetched {
+        submitted,
+        encoded,
+        trials,
+    })
 }

@@ -97,10 +97,7 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
         float_atomics: choice.float_atomics,
         cpu_adapter: choice.cpu_adapter,
     };
-    let racing_types: Vec<DType> = racing
-        .iter()
-        .map(|&(l, a)| group.loops[l].args[a].data.dtype)
-        .collect();
+    let racing_types = racing_types(group);
     let schedule = strategy::choose(&request, &racing_types)?;
     let staging = schedule.staging();
     if let Some(sub) = space.subset() {
@@ -394,6 +391,16 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
         plan,
         space,
     })
+}
+
+/// The types of a group's racing arguments (increments, MIN or MAX through a map), in order.
+pub(crate) fn racing_types(group: &Group) -> Vec<DType> {
+    group
+        .loops
+        .iter()
+        .flat_map(|lp| lp.args.iter().filter(|a| a.races()))
+        .map(|a| a.data.dtype)
+        .collect()
 }
 
 /// Workgroup bytes the shader needs besides staging (reduction arrays, block header).

@@ -8,10 +8,13 @@
 mod cache;
 mod check;
 pub mod device;
+mod encode;
 pub(crate) mod exec;
 mod host;
 pub(crate) mod lower;
 mod readback;
+mod timing;
+pub(crate) mod tune;
 
 use crate::config::Config;
 use crate::data::{DataInner, MapInner, SubsetInner};
@@ -21,6 +24,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::rc::{Rc, Weak};
 
 pub use device::Gpu;
+pub use tune::TuneReport;
 
 /// The device side of a Context: the device, everything held on it, the shaders of the last
 /// force, and the settings that decide how work is encoded. Every runtime function takes it;
@@ -32,8 +36,16 @@ pub(crate) struct Engine {
     pub shaders: RefCell<Vec<String>>,
     /// The execution knobs lowering needs (from the configuration and the adapter).
     pub choice: lower::Choice,
-    /// Time each group with timestamp queries (`Config::profile`).
+    /// Time each group (`Config::times_groups`): with timestamp queries where the adapter has
+    /// them, else each group submitted alone and waited for.
     pub profile: bool,
+    /// Groups are timed with timestamp queries (the adapter has them and
+    /// `Config::gpu_timestamps`); otherwise with a synchronised wall clock.
+    pub timestamps: bool,
+    /// The timeline and the per-group table (`Config::trace`, `Config::profile_table`).
+    pub profiler: crate::profile::Profiler,
+    /// `Strategy::Tune`'s measurements and choices (None under any other strategy).
+    pub tuner: RefCell<Option<tune::Tuner>>,
     /// `Config::grid_limit`.
     pub grid_limit: Option<u32>,
 }
@@ -52,11 +64,30 @@ impl Engine {
             workgroup_memory: gpu.limits.max_compute_workgroup_storage_size as usize,
             check: config.check,
         };
+        let timestamps = gpu.timestamps() && config.gpu_timestamps;
+        let tuner = (config.strategy == crate::config::Strategy::Tune).then(|| {
+            let i = &gpu.info;
+            tune::Tuner::new(
+                format!(
+                    "{} | {} {} | {:?}",
+                    i.name, i.driver, i.driver_info, i.backend
+                ),
+                &config.tune_cache,
+                config.tune_reps,
+                gpu.limits
+                    .max_compute_workgroup_size_x
+                    .min(gpu.limits.max_compute_invocations_per_workgroup),
+                timestamps,
+            )
+        });
         Engine {
+            profiler: crate::profile::Profiler::new(config.trace.is_some()),
+            tuner: RefCell::new(tuner),
             rt: RefCell::new(State::with_soa(config.soa)),
             shaders: RefCell::new(Vec::new()),
             choice,
-            profile: config.profile,
+            profile: config.times_groups(),
+            timestamps,
             grid_limit: config.grid_limit,
             gpu,
         }
@@ -71,6 +102,17 @@ impl Engine {
             .queue
             .on_submitted_work_done(move || f.store(true, std::sync::atomic::Ordering::SeqCst));
         flag
+    }
+
+    /// Waits until the work submitted so far has completed.
+    pub async fn wait_done(&self) {
+        let (tx, rx) = futures::channel::oneshot::channel();
+        self.gpu.queue.on_submitted_work_done(move || {
+            let _ = tx.send(());
+        });
+        #[cfg(not(target_arch = "wasm32"))]
+        let _ = self.gpu.device.poll(wgpu::PollType::wait_indefinitely());
+        let _ = rx.await;
     }
 
     /// The device buffer of `d`, when it has one.
@@ -105,6 +147,10 @@ pub struct KernelTime {
     pub calls: u64,
     /// GPU nanoseconds, summed over them.
     pub ns: u64,
+    /// Bytes moved, summed over them, by the profile's model: each value a loop reads or
+    /// writes counted once (twice when it is read and written), Dats reached through a map
+    /// at most once per element of the target set, plus the map indices read.
+    pub bytes: u64,
 }
 
 /// Counters a user (and the benchmarks) can read.

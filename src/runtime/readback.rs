@@ -1,42 +1,19 @@
 //! Reading device memory back after a force's submission: Dats and Globals into their host
-//! copies, the profiler's timestamps, checking mode's records.
+//! copies, the timestamps (read by `timing`), checking mode's records.
 
 use super::Buf;
 use super::Engine;
 use crate::data::DataInner;
 use crate::error::{Error, Result};
-use crate::fuse::Group;
+use crate::profile::Track;
 use std::rc::Rc;
-
-/// Adds each group's GPU time (from its pass's timestamps) to the per-group totals.
-pub(super) async fn record_times(
-    ctx: &Engine,
-    groups: &[Group],
-    buf: Buf,
-    used: &[bool],
-) -> Result<()> {
-    let words = read_words(ctx, buf, 16 * groups.len() as u64, "GPU timestamps").await?;
-    let tick = |k: usize| u64::from(words[2 * k]) | u64::from(words[2 * k + 1]) << 32;
-    let period = ctx.gpu.queue.get_timestamp_period() as f64;
-    let mut st = ctx.rt.borrow_mut();
-    for (g, group) in groups.iter().enumerate().filter(|&(g, _)| used[g]) {
-        let ns = tick(2 * g + 1).saturating_sub(tick(2 * g)) as f64 * period;
-        let label = group
-            .loops
-            .iter()
-            .map(|l| l.kernel.name())
-            .collect::<Vec<_>>()
-            .join("+");
-        let t = st.stats.kernel_times.entry(label).or_default();
-        t.calls += 1;
-        t.ns += ns as u64;
-    }
-    Ok(())
-}
 
 /// Maps one readback buffer and returns its first `bytes` as words (`what` names it in
 /// errors).
 pub(super) async fn read_words(ctx: &Engine, buf: Buf, bytes: u64, what: &str) -> Result<Vec<u32>> {
+    let _s = ctx
+        .profiler
+        .span("wait", Track::Host, || format!("wait for the {what}"));
     let (tx, rx) = futures::channel::oneshot::channel();
     buf.buffer
         .map_async(wgpu::MapMode::Read, 0..bytes, move |r| {
@@ -64,6 +41,10 @@ pub(super) async fn read_staging(ctx: &Engine, staging: Vec<(Rc<DataInner>, Buf)
     if staging.is_empty() {
         return Ok(());
     }
+    let _s = ctx.profiler.span("readback", Track::Host, || {
+        let names: Vec<&str> = staging.iter().map(|(d, _)| d.name.as_str()).collect();
+        format!("wait + read back {}", names.join(", "))
+    });
     let mut waits = Vec::new();
     for (d, buf) in &staging {
         let (tx, rx) = futures::channel::oneshot::channel();

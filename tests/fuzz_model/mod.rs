@@ -33,10 +33,10 @@ impl Case {
     /// names, when `filtered`); the rest is random.
     pub fn new(seed: u64, float_atomics: bool, filtered: bool) -> Case {
         // `parloop::Variant::ALL`'s order (fixed, so that a seed keeps its strategy).
-        // Regression seeds (unfiltered) were recorded before `staged` existed: they keep the
+        // Regression seeds (unfiltered) were recorded before `staged` and `tune` existed: they keep the
         // list they were found with, so that each still runs its strategy.
         let mut strategies: Vec<(Strategy, Staging)> = Variant::available(float_atomics)
-            .filter(|v| filtered || v.strategy != Strategy::Staged)
+            .filter(|v| filtered || !matches!(v.strategy, Strategy::Staged | Strategy::Tune))
             .map(|v| (v.strategy, v.staging))
             .collect();
         // FUZZ_STRATEGIES=global-colour,cas,hierarchical-none,... narrows the list (CI's OpenGL
@@ -86,6 +86,9 @@ impl Case {
             workgroup_size: self.workgroup_size,
             grid_limit: self.grid_limit,
             check: self.check,
+            // `tune` switches candidate at every execution of a group, and starts afresh.
+            tune_cache: parloop::TuneCache::Off,
+            tune_reps: 1,
             ..Config::from_env().unwrap()
         }
     }

@@ -88,7 +88,8 @@ pub fn choose(req: &Request, racing: &[DType]) -> Result<Schedule, String> {
         return Ok(Schedule::Atomics);
     }
     let schedule = match req.strategy {
-        Strategy::Auto => auto(req, racing),
+        // The runtime's tuner gives lowering a measured strategy; `auto`'s table otherwise.
+        Strategy::Auto | Strategy::Tune => auto(req, racing),
         Strategy::Hierarchical => Schedule::Hierarchical(req.staging),
         Strategy::GlobalColour => Schedule::GlobalColour,
         Strategy::Atomics => Schedule::Atomics,

@@ -2,168 +2,32 @@
 //! Each variable is validated: an unknown variable or value is an error that lists what is
 //! accepted, never a silent default.
 
+mod strategy;
+
+pub use strategy::{Staging, Strategy, Variant};
+
 use crate::error::{Error, Result};
+use std::path::PathBuf;
 
-/// How racing increments (INC/MIN/MAX through a map) are made safe.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum Strategy {
-    /// `atomics` on GPUs with native f32 atomics, else `global-colour` (CPU adapters,
-    /// adapters without float atomics; see ARCHITECTURE.md for the measurements behind this
-    /// choice).
+/// Where [`Strategy::Tune`] keeps its choices between runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum TuneCache {
+    /// `parloop/tune.json` in the user's cache directory (`$XDG_CACHE_HOME` or `~/.cache` on
+    /// Linux, `~/Library/Caches` on macOS, `%LOCALAPPDATA%` on Windows); in memory only in
+    /// the browser, where the page keeps `Context::tune_cache_json` in its storage.
     #[default]
-    Auto,
-    /// Coloured mini-partitions, one per workgroup, with staging.
-    Hierarchical,
-    /// One-level element colouring, one dispatch per colour.
-    GlobalColour,
-    /// Native f32 atomics (adapters with SHADER_FLOAT32_ATOMIC).
-    Atomics,
-    /// Compare-and-swap on u32 bit patterns.
-    Cas,
-    /// Mini-partitions (one per workgroup) whose increments are combined in workgroup memory
-    /// with workgroup atomics (compare-and-swap on u32 bit patterns for f32), no thread
-    /// colours; block colours for the write to global memory. Needs no float atomics.
-    Staged,
+    User,
+    /// In memory only: every run tunes again.
+    Off,
+    /// This file.
+    File(PathBuf),
 }
 
-impl Strategy {
-    /// Every strategy, `auto` first: parsing, the messages that list the accepted names and
-    /// [`Variant::ALL`] follow this list.
-    pub const ALL: [Strategy; 6] = [
-        Strategy::Auto,
-        Strategy::Hierarchical,
-        Strategy::GlobalColour,
-        Strategy::Atomics,
-        Strategy::Cas,
-        Strategy::Staged,
-    ];
-
-    /// Reads `PARLOOP_STRATEGY`'s syntax: a name of [`Strategy::ALL`] (`auto`, `hierarchical`,
-    /// `global-colour`, `atomics`, `cas`, `staged`), or `global-color`, `colour`, `color`.
-    pub fn parse(s: &str) -> Option<Strategy> {
-        let s = s.trim().to_ascii_lowercase();
-        match s.as_str() {
-            "" => Some(Strategy::Auto),
-            "global-color" | "colour" | "color" => Some(Strategy::GlobalColour),
-            _ => Strategy::ALL.into_iter().find(|k| k.name() == s),
-        }
+impl Config {
+    /// Whether loop groups are timed (`profile`, `profile_table` or `trace`).
+    pub fn times_groups(&self) -> bool {
+        self.profile || self.profile_table || self.trace.is_some()
     }
-    /// The strategy's name, as `parse` reads it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::Auto => "auto",
-            Strategy::Hierarchical => "hierarchical",
-            Strategy::GlobalColour => "global-colour",
-            Strategy::Atomics => "atomics",
-            Strategy::Cas => "cas",
-            Strategy::Staged => "staged",
-        }
-    }
-    /// The accepted names, for messages: "auto, hierarchical, ..., cas or staged".
-    pub fn names() -> String {
-        let names: Vec<&str> = Strategy::ALL.iter().map(|s| s.name()).collect();
-        let (last, rest) = names.split_last().expect("strategies");
-        format!("{} or {last}", rest.join(", "))
-    }
-    /// Whether the strategy needs native f32 atomics (`SHADER_FLOAT32_ATOMIC`) for f32
-    /// increments through maps.
-    pub fn needs_float_atomics(self) -> bool {
-        match self {
-            Strategy::Atomics => true,
-            Strategy::Auto
-            | Strategy::Hierarchical
-            | Strategy::GlobalColour
-            | Strategy::Cas
-            | Strategy::Staged => false,
-        }
-    }
-    /// Whether it can apply f64 increments through maps (WGSL has no 64-bit atomics: only
-    /// the colouring strategies can).
-    pub fn takes_f64(self) -> bool {
-        match self {
-            Strategy::Auto | Strategy::Hierarchical | Strategy::GlobalColour => true,
-            Strategy::Atomics | Strategy::Cas | Strategy::Staged => false,
-        }
-    }
-}
-
-/// A strategy with the staging it runs with: what a program can be run under. Staging
-/// matters only to `hierarchical`; the others stage nothing or always the increments.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Variant {
-    /// The strategy.
-    pub strategy: Strategy,
-    /// Its staging (`Staging::Inc` where staging does not matter).
-    pub staging: Staging,
-}
-
-impl Variant {
-    /// Every variant a user can pick, except `auto` (which is one of them, per adapter): the
-    /// one list that the tests, the fuzzers and `parloop bench` iterate. The order is fixed
-    /// (the fuzzer's regression seeds pick from it by index): append, never reorder.
-    pub const ALL: [Variant; 7] = [
-        Variant::new(Strategy::Hierarchical, Staging::Inc),
-        Variant::new(Strategy::Hierarchical, Staging::All),
-        Variant::new(Strategy::Hierarchical, Staging::None),
-        Variant::new(Strategy::GlobalColour, Staging::Inc),
-        Variant::new(Strategy::Cas, Staging::Inc),
-        Variant::new(Strategy::Atomics, Staging::Inc),
-        Variant::new(Strategy::Staged, Staging::Inc),
-    ];
-    /// `auto` with the default staging.
-    pub const AUTO: Variant = Variant::new(Strategy::Auto, Staging::Inc);
-
-    /// A strategy with its staging.
-    pub const fn new(strategy: Strategy, staging: Staging) -> Variant {
-        Variant { strategy, staging }
-    }
-    /// The variants that run on an adapter with (or without) native f32 atomics.
-    pub fn available(float_atomics: bool) -> impl Iterator<Item = Variant> {
-        Variant::ALL
-            .into_iter()
-            .filter(move |v| float_atomics || !v.strategy.needs_float_atomics())
-    }
-    /// A short name: the strategy's, with `-inc`, `-all` or `-none` for `hierarchical`
-    /// (`parloop bench --strategies`, `FUZZ_STRATEGIES`).
-    pub fn name(self) -> &'static str {
-        match (self.strategy, self.staging) {
-            (Strategy::Hierarchical, Staging::Inc) => "hierarchical-inc",
-            (Strategy::Hierarchical, Staging::All) => "hierarchical-all",
-            (Strategy::Hierarchical, Staging::None) => "hierarchical-none",
-            (
-                Strategy::Auto
-                | Strategy::GlobalColour
-                | Strategy::Atomics
-                | Strategy::Cas
-                | Strategy::Staged,
-                _,
-            ) => self.strategy.name(),
-        }
-    }
-    /// A label for tables: "hierarchical, INC staged", "staged (workgroup atomics)", ...
-    pub fn label(self) -> &'static str {
-        match (self.strategy, self.staging) {
-            (Strategy::Hierarchical, Staging::Inc) => "hierarchical, INC staged",
-            (Strategy::Hierarchical, Staging::All) => "hierarchical, all staged",
-            (Strategy::Hierarchical, Staging::None) => "hierarchical, nothing staged",
-            (Strategy::Staged, _) => "staged (workgroup atomics)",
-            (Strategy::Auto | Strategy::GlobalColour | Strategy::Atomics | Strategy::Cas, _) => {
-                self.strategy.name()
-            }
-        }
-    }
-}
-
-/// What a hierarchical loop stages in workgroup memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum Staging {
-    /// Nothing: increments go to global memory colour by colour (storage barriers).
-    None,
-    /// Racing (incremented) data only.
-    #[default]
-    Inc,
-    /// Racing data and indirectly read data.
-    All,
 }
 
 /// Which adapter to use.
@@ -219,9 +83,31 @@ pub struct Config {
     pub workgroup_size: u32,
     /// `PARLOOP_ADAPTER=hardware|software|<name>`.
     pub adapter: AdapterChoice,
-    /// Time each loop group on the GPU with timestamp queries (`PARLOOP_PROFILE=1`); costs a
-    /// compute pass per group and a readback per force.
+    /// Time each loop group (`PARLOOP_PROFILE=1`, [`Stats::kernel_times`]): with GPU timestamp
+    /// queries where the adapter has them (a compute pass per group and a readback per
+    /// force), otherwise with a synchronised wall clock (each group submitted alone and
+    /// waited for). `profile_table` and `trace` turn it on too.
+    ///
+    /// [`Stats::kernel_times`]: crate::Stats::kernel_times
     pub profile: bool,
+    /// At the end of the Context, an OP2-style table on standard error: per loop group,
+    /// calls, total and mean time, GB/s and share of the run (`PARLOOP_PROFILE=table`;
+    /// `Context::profile_table` gives it, over every rank, at any time).
+    pub profile_table: bool,
+    /// Write a timeline (Chrome trace / Perfetto JSON) to this file when the Context ends
+    /// (`PARLOOP_PROFILE=trace:PATH`; on N ranks each rank writes `PATH` with `.rank<r>`
+    /// before its extension). `Context::write_trace` writes one at any time.
+    pub trace: Option<PathBuf>,
+    /// Where [`Strategy::Tune`] keeps its choices between runs (`PARLOOP_TUNE_CACHE=off` or a
+    /// path).
+    pub tune_cache: TuneCache,
+    /// Time groups (profiling, `tune`) with GPU timestamp queries where the adapter has them
+    /// (default); false uses a synchronised wall clock everywhere (each timed group submitted
+    /// alone and waited for), for drivers whose timestamps are not to be trusted.
+    pub gpu_timestamps: bool,
+    /// Timed executions of each candidate before [`Strategy::Tune`] compares them (the median
+    /// counts); 0 counts as 1.
+    pub tune_reps: usize,
     /// Checking mode (`PARLOOP_CHECK=1`): every dynamic index a GPU kernel applies to one of
     /// its arguments is checked on the device, and a force whose loops indexed out of range
     /// returns [`Error::Check`] naming the par_loop, argument, element, index and bound. Costs
@@ -255,6 +141,11 @@ impl Default for Config {
             workgroup_size: 64,
             adapter: AdapterChoice::Auto,
             profile: false,
+            profile_table: false,
+            trace: None,
+            tune_cache: TuneCache::User,
+            tune_reps: 5,
+            gpu_timestamps: true,
             check: false,
             soa: false,
             grid_limit: None,
@@ -270,14 +161,21 @@ pub const VARIABLES: &[(&str, &str)] = &[
     (
         "PARLOOP_STRATEGY",
         // Strategy::names(), as a constant (a test checks they agree).
-        "auto, hierarchical, global-colour, atomics, cas or staged",
+        "auto, hierarchical, global-colour, atomics, cas, staged or tune",
     ),
     ("PARLOOP_STAGING", "none, inc or all"),
     ("PARLOOP_BLOCK_SIZE", "a positive integer"),
     ("PARLOOP_BALANCE", "0 or 1"),
     ("PARLOOP_TRACE_BOUND", "a positive integer"),
     ("PARLOOP_WORKGROUP_SIZE", "a positive integer"),
-    ("PARLOOP_PROFILE", "0 or 1"),
+    (
+        "PARLOOP_PROFILE",
+        "0, 1, table, trace:PATH, or several separated by commas (table,trace:run.json)",
+    ),
+    (
+        "PARLOOP_TUNE_CACHE",
+        "off, or the file `tune` keeps its choices in",
+    ),
     ("PARLOOP_CHECK", "0 or 1"),
     ("PARLOOP_SOA", "0 or 1"),
     ("PARLOOP_COMM_TIMEOUT", "a positive number of seconds"),
@@ -400,7 +298,26 @@ impl Config {
                 "PARLOOP_WORKGROUP_SIZE" => {
                     c.workgroup_size = u32::try_from(positive(n, &v)?).map_err(|_| bad(n, &v))?
                 }
-                "PARLOOP_PROFILE" => c.profile = flag(n, &v)?,
+                "PARLOOP_PROFILE" => {
+                    for part in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                        if let Some(path) = part.strip_prefix("trace:") {
+                            if path.trim().is_empty() {
+                                return Err(bad(n, &v));
+                            }
+                            c.trace = Some(PathBuf::from(path.trim()));
+                        } else if part.eq_ignore_ascii_case("table") {
+                            c.profile_table = true;
+                        } else {
+                            c.profile = flag(n, part)?;
+                        }
+                    }
+                }
+                "PARLOOP_TUNE_CACHE" => {
+                    c.tune_cache = match v.trim() {
+                        "off" | "0" | "none" => TuneCache::Off,
+                        path => TuneCache::File(PathBuf::from(path)),
+                    }
+                }
                 "PARLOOP_CHECK" => c.check = flag(n, &v)?,
                 "PARLOOP_SOA" => c.soa = flag(n, &v)?,
                 "PARLOOP_COMM_TIMEOUT" => {

@@ -1,0 +1,263 @@
+//! Encoding one loop group: its lowering (with the knobs `tune` gives), plan, pipeline,
+//! buffers and dispatches, ready for the executor's command encoder.
+
+use super::cache::{data_buffer, ensure_pipeline, ensure_plan};
+use super::check::CHECK;
+use super::lower::{Lowered, Resource, lower};
+use super::timing;
+use super::{Engine, Pipeline, State};
+use crate::codegen::{self, Params, reduce};
+use crate::error::{Error, Result};
+use crate::fuse::Group;
+use crate::profile::Track;
+use std::rc::Rc;
+
+/// One dispatch: the pipeline, the bind group (by cache key), the params slot, the grid.
+pub(super) struct Cmd {
+    pub pipeline: Rc<Pipeline>,
+    /// Buffers in binding order after the params arena: (buffer id, bound bytes).
+    pub bufs: Vec<(u64, u64)>,
+    pub params: usize,
+    /// Bytes of the params binding (fixed fields plus the group's Const words).
+    pub params_bytes: u64,
+    pub grid: (u32, u32),
+    /// Index of the group in the force (for per-group timing).
+    pub group: usize,
+}
+
+/// Lowers `g` with the knobs the tuner gives (under `tune`), dropping a candidate that cannot
+/// run the group and asking for the next; the tuner's key when the execution is a trial.
+pub(super) fn lower_tuned(
+    ctx: &Engine,
+    g: &Group,
+    choice: &super::lower::Choice,
+) -> Result<(Lowered, Option<String>)> {
+    let _s = ctx.profiler.span("lower", Track::Host, || {
+        format!("lower {}", timing::label(g))
+    });
+    loop {
+        let picked = ctx.tuner.borrow_mut().as_mut().map(|t| t.choice(g, choice));
+        let (c, trial) = picked.unwrap_or((*choice, None));
+        match lower(g, &c) {
+            Ok(lw) => return Ok((lw, trial)),
+            Err(m) => {
+                let retry = trial.as_ref().is_some_and(|k| {
+                    ctx.tuner
+                        .borrow_mut()
+                        .as_mut()
+                        .is_some_and(|t| t.reject(k, &m))
+                });
+                if !retry {
+                    return Err(Error::ParLoop(format!("{}: {m}", g.names())));
+                }
+            }
+        }
+    }
+}
+
+/// Bytes of the fixed dispatch parameters (the Const words follow them).
+pub(super) const PARAMS_BYTES: u64 = std::mem::size_of::<Params>() as u64;
+
+/// Placeholder buffer id for the scratch buffer until its size is known.
+pub(super) const SCRATCH: u64 = u64::MAX;
+
+/// Prepares one group: plan, pipeline, buffers, dispatches. Returns the scratch words it needs
+/// and, in checking mode, the index sites its shader guards (its records start at word
+/// `check_base` of the check buffer).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn encode_group(
+    ctx: &Engine,
+    st: &mut State,
+    encoder: &mut wgpu::CommandEncoder,
+    g: &Group,
+    mut lw: Lowered,
+    check_base: u32,
+    params: &mut Vec<(Params, Rc<[u32]>)>,
+    cmds: &mut Vec<Cmd>,
+) -> Result<(u64, Option<Vec<codegen::check::CheckSite>>)> {
+    let gpu = &ctx.gpu;
+    let names = || g.names();
+    let plan = match &lw.plan {
+        Some(spec) => Some({
+            let _s = (!st.plans.contains_key(&spec.key)).then(|| {
+                ctx.profiler.span("plan", Track::Host, || {
+                    format!("build plan {}", timing::label(g))
+                })
+            });
+            ensure_plan(st, gpu, &lw, spec)
+                .map_err(|m| Error::ParLoop(format!("{}: {m}", names())))?
+        }),
+        None => None,
+    };
+    if let Some(p) = &plan {
+        for (s, m) in lw.ir.staged.iter_mut().enumerate() {
+            m.maxu = p.maxu.get(s).copied().unwrap_or(0);
+        }
+    }
+    let limits = &gpu.limits;
+    let storage = lw.ir.bindings.len() as u32;
+    if storage > limits.max_storage_buffers_per_shader_stage {
+        return Err(Error::ParLoop(format!(
+            "{}: needs {storage} storage buffers, the adapter allows {} per shader stage: split \
+             the loop or pass fewer Dats and Maps",
+            names(),
+            limits.max_storage_buffers_per_shader_stage
+        )));
+    }
+    let wg_bytes = lw.ir.workgroup_bytes() as u32;
+    if wg_bytes > limits.max_compute_workgroup_storage_size {
+        return Err(Error::ParLoop(format!(
+            "{}: needs {wg_bytes} bytes of workgroup memory, the adapter allows {}: use the \
+             `atomics` or `global-colour` strategy, or staging `none`",
+            names(),
+            limits.max_compute_workgroup_storage_size
+        )));
+    }
+    let (wgsl, sites) = codegen::generate_checked(&lw.ir);
+    let sites = lw.ir.check.map(|_| sites);
+    let pipeline = {
+        let _s = (!st.pipelines.contains_key(&wgsl)).then(|| {
+            ctx.profiler.span("compile", Track::Host, || {
+                format!("compile pipeline {}", timing::label(g))
+            })
+        });
+        ensure_pipeline(st, gpu, &wgsl, &names())?
+    };
+    ctx.shaders.borrow_mut().push(wgsl);
+    // Buffers, in binding order.
+    let mut bufs = Vec::with_capacity(lw.resources.len());
+    for res in &lw.resources {
+        bufs.push(match res {
+            Resource::Data(d) => data_buffer(st, gpu, encoder, d)?,
+            Resource::Map(m) => {
+                if !st.maps.contains_key(&m.id()) {
+                    let b = st.upload_words(gpu, m.values(), m.name());
+                    st.maps.insert(m.id(), (Rc::downgrade(&m.0), b));
+                }
+                (st.maps[&m.id()].1.id, bound(m.values().len() as u64 * 4))
+            }
+            Resource::Subset(s) => {
+                if !st.subsets.contains_key(&s.0.id) {
+                    let b = st.upload_words(gpu, s.indices(), s.name());
+                    st.subsets.insert(s.0.id, (Rc::downgrade(&s.0), b));
+                }
+                (st.subsets[&s.0.id].1.id, bound(s.len() as u64 * 4))
+            }
+            Resource::Plan => {
+                let p = plan.as_ref().expect("planned schedules have a plan");
+                (p.buffer.id, p.buffer.size)
+            }
+            Resource::Scratch => (SCRATCH, 0),
+            Resource::Check => (CHECK, 0),
+        });
+    }
+    // Dispatches.
+    // Positions of a set's part are a range of its elements starting at `first`.
+    let ranges = codegen::strategy::dispatches(
+        lw.ir.schedule.plan(),
+        plan.as_deref()
+            .and_then(|p| p.colour.as_ref())
+            .map(|c| &c.offsets[..]),
+        plan.as_deref()
+            .and_then(|p| p.blocks.as_ref())
+            .map(|b| &b.colour_offsets[..]),
+        (lw.positions(), lw.space.first()),
+        lw.ir.workgroup_size,
+    );
+    let slots: u32 = ranges.iter().map(|r| r.2).sum();
+    let const_words: Rc<[u32]> = Rc::from(codegen::consts::words(&lw.ir.consts));
+    if const_words.len() > codegen::consts::MAX_WORDS {
+        return Err(Error::ParLoop(format!(
+            "{}: its Consts hold {} values, over the {} one loop group can carry: pass large \
+             tables as a Global or a Dat",
+            names(),
+            const_words.len(),
+            codegen::consts::MAX_WORDS
+        )));
+    }
+    let grid_max = ctx
+        .grid_limit
+        .map_or(u32::MAX, |l| l.max(1))
+        .min(gpu.limits.max_compute_workgroups_per_dimension);
+    let mut wg_base = 0;
+    for &(n, base, nwg) in &ranges {
+        if nwg == 0 {
+            continue;
+        }
+        params.push((
+            Params {
+                n,
+                base,
+                wg_base,
+                slots,
+                nwg,
+                check: check_base,
+                owned: lw.space.set().size() as u32,
+                pad: 0,
+            },
+            const_words.clone(),
+        ));
+        cmds.push(Cmd {
+            pipeline: pipeline.clone(),
+            bufs: bufs.clone(),
+            params: params.len() - 1,
+            params_bytes: PARAMS_BYTES + 4 * const_words.len() as u64,
+            grid: grid(nwg, grid_max),
+            group: 0,
+        });
+        wg_base += nwg;
+    }
+    // Reductions: one finalize dispatch each.
+    let mut off = 0u32;
+    for red in &lw.ir.reductions {
+        let fin = ensure_pipeline(
+            st,
+            gpu,
+            &reduce::finalize_wgsl(red.dtype, red.access),
+            &names(),
+        )?;
+        let global = bufs[red.binding];
+        params.push((
+            Params {
+                n: slots,
+                base: off * slots,
+                nwg: red.dim as u32,
+                ..Default::default()
+            },
+            Rc::from(Vec::new()),
+        ));
+        cmds.push(Cmd {
+            pipeline: fin,
+            bufs: vec![(SCRATCH, 0), global],
+            params: params.len() - 1,
+            params_bytes: PARAMS_BYTES,
+            grid: (1, 1),
+            group: 0,
+        });
+        off += (red.dim * red.dtype.words()) as u32;
+    }
+    // What this group writes is now current on the device only.
+    for (res, b) in lw.resources.iter().zip(&lw.ir.bindings) {
+        if let Resource::Data(d) = res {
+            if b.writable {
+                d.state.written_on_device();
+            }
+        }
+    }
+    Ok((off as u64 * slots as u64, sites))
+}
+
+/// A 2-D grid when the workgroups exceed one dimension's limit.
+fn grid(nwg: u32, max: u32) -> (u32, u32) {
+    if nwg <= max {
+        (nwg, 1)
+    } else {
+        let y = nwg.div_ceil(max);
+        (nwg.div_ceil(y), y)
+    }
+}
+
+/// Bytes a storage binding covers (at least 4).
+pub(super) fn bound(bytes: u64) -> u64 {
+    bytes.max(4)
+}
