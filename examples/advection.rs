@@ -27,6 +27,9 @@ use std::path::PathBuf;
 #[derive(Parser)]
 #[command(about = "Upwind finite-volume advection on a Gmsh mesh (parloop)")]
 struct Args {
+    /// Print the per-loop-group time table at the end (PARLOOP_PROFILE=table).
+    #[arg(long)]
+    profile: bool,
     /// A Gmsh mesh (.msh 4.1 or 2.2) of triangles or quadrilaterals.
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/data/channel.msh"))]
     mesh: PathBuf,
@@ -223,7 +226,10 @@ pub fn solve(
 fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let a = Args::parse();
     let mesh = gmsh::read_file(&a.mesh)?;
-    let ctx = Context::new()?;
+    let ctx = Context::with_config(parloop::Config {
+        profile_table: a.profile,
+        ..parloop::Config::from_env()?
+    })?;
     println!(
         "{}: {} {}s, {} vertices; adapter {}",
         a.mesh.display(),

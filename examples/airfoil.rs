@@ -52,6 +52,10 @@ struct Args {
     /// Do not time groups with GPU timestamps (one compute pass per force instead of per group).
     #[arg(long)]
     no_profile: bool,
+    /// Print parloop's per-loop-group time table at the end, every rank's and combined
+    /// (beside the table of Airfoil's kernels this example prints).
+    #[arg(long, conflicts_with = "no_profile")]
+    profile: bool,
     /// Write the mesh as new_grid.dat to this file.
     #[arg(long)]
     write_mesh: Option<PathBuf>,
@@ -144,6 +148,7 @@ fn run(a: Args) -> Result<()> {
     let ctx = Context::with_comm(
         Config {
             profile: !a.no_profile,
+            profile_table: env.profile_table || a.profile,
             ..env
         },
         &comm,
@@ -246,8 +251,17 @@ fn run_gpu<R: airfoil::Precision>(
             st.halo_report(&before, a.iterations as f64, wall)
         );
     }
+    let table = if a.profile {
+        Some(ctx.profile_table()?)
+    } else {
+        None
+    };
     if !root {
         return Ok(());
+    }
+    if let Some(t) = table {
+        println!();
+        print!("{t}");
     }
     println!("\nadapter: {}", ctx.adapter());
     println!(

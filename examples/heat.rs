@@ -23,6 +23,9 @@ use std::path::PathBuf;
 #[derive(Parser)]
 #[command(about = "Heat equation by backward Euler, CG on the device each step (parloop)")]
 struct Args {
+    /// Print the per-loop-group time table at the end (PARLOOP_PROFILE=table).
+    #[arg(long)]
+    profile: bool,
     /// Squares per side of the unit square (2 n^2 triangles).
     #[arg(long, default_value_t = 64)]
     n: usize,
@@ -158,7 +161,10 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         Some(p) => gmsh::read_file(p)?,
         None => unit_square(a.n),
     };
-    let ctx = Context::new()?;
+    let ctx = Context::with_config(parloop::Config {
+        profile_table: a.profile,
+        ..parloop::Config::from_env()?
+    })?;
     println!(
         "{} triangles, {} vertices, {}, dt {}; adapter {}",
         mesh.ncells(),

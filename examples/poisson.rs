@@ -22,6 +22,9 @@ use std::path::PathBuf;
 #[derive(Parser)]
 #[command(about = "P1 Poisson problem solved by CG on the device (parloop)")]
 struct Args {
+    /// Print the per-loop-group time table at the end (PARLOOP_PROFILE=table).
+    #[arg(long)]
+    profile: bool,
     /// Squares per side of the unit square (2 n^2 triangles).
     #[arg(long, default_value_t = 128)]
     n: usize,
@@ -209,7 +212,10 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         Some(p) => gmsh::read_file(p)?,
         None => unit_square(a.n),
     };
-    let ctx = Context::new()?;
+    let ctx = Context::with_config(parloop::Config {
+        profile_table: a.profile,
+        ..parloop::Config::from_env()?
+    })?;
     println!(
         "{} triangles, {} vertices, {}; adapter {}",
         mesh.ncells(),

@@ -70,6 +70,10 @@ struct Args {
     /// on one process), instead of the unit square.
     #[arg(long)]
     mesh: Option<PathBuf>,
+    /// Print the per-loop-group time table at the end, every rank's and combined
+    /// (PARLOOP_PROFILE=table prints each rank's).
+    #[arg(long)]
+    profile: bool,
 }
 
 /// The mesh the run uses: the --mesh file (triangles or tetrahedra), or the n x n unit square;
@@ -124,6 +128,10 @@ fn run(a: Args) -> Result<()> {
         a.mode.map(|m| m == Mode::Lazy),
         a.no_fusion,
     )?;
+    let env = Config {
+        profile_table: env.profile_table || a.profile,
+        ..env
+    };
     let (lazy, fusion) = (env.lazy, env.fusion);
     let comm = parloop::dist::Comm::from_launcher()?;
     let root = comm.rank() == 0;
@@ -206,8 +214,16 @@ fn run(a: Args) -> Result<()> {
         );
     }
     let checksum = w.p.gather()?;
+    let table = if a.profile {
+        Some(ctx.profile_table()?)
+    } else {
+        None
+    };
     if !root {
         return Ok(());
+    }
+    if let Some(t) = table {
+        print!("{t}");
     }
     println!("adapter:        {}", ctx.adapter());
     println!(

@@ -70,6 +70,8 @@ pub(crate) struct Profiler {
     dropped: std::cell::Cell<u64>,
     /// The table: per loop group (kernels joined by `+`).
     pub rows: RefCell<BTreeMap<String, Row>>,
+    /// The program asked for the table (the end of the Context does not print it again).
+    pub table_shown: std::cell::Cell<bool>,
 }
 
 /// A span on a track, recorded when dropped.
@@ -104,6 +106,7 @@ impl Profiler {
             events: RefCell::new(Vec::new()),
             dropped: std::cell::Cell::new(0),
             rows: RefCell::new(BTreeMap::new()),
+            table_shown: std::cell::Cell::new(false),
         }
     }
 

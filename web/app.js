@@ -3,11 +3,20 @@
 // with ?bench=1 it prints steps/s. Results and errors go to the console as
 // "PARLOOP_RESULT {json}" / "PARLOOP_ERROR message". ?check=1 runs the kernels in checking mode
 // (out-of-range indices into kernel arguments become errors); ?strategy=staged (or
-// global-colour, hierarchical, cas) chooses how racing increments are made safe.
+// global-colour, hierarchical, cas, tune) chooses how racing increments are made safe; under
+// tune the choices are kept in localStorage, so the next visit starts tuned. ?trace=1 records
+// the timeline (a "Download timeline" button; open the file in ui.perfetto.dev).
 import init, { App, last_panic } from "./pkg/parloop_web.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
+const TUNE_KEY = "parloop-tune-cache";
+
+// Keeps tune's choices for the next visit (nothing under another strategy).
+function saveTune(app) {
+  const choices = app.tune_cache();
+  if (choices) localStorage.setItem(TUNE_KEY, choices);
+}
 
 function fail(text) {
   // A panic reaches JavaScript as "unreachable": show what it was.
@@ -28,7 +37,8 @@ async function open(n, offscreen = false) {
   await init();
   try {
     return await App.create($("canvas"), n, offscreen, params.get("check") === "1",
-      params.get("strategy") ?? "");
+      params.get("strategy") ?? "", localStorage.getItem(TUNE_KEY) ?? "",
+      params.get("trace") === "1");
   } catch (e) {
     throw new Error("WebGPU is present but no adapter or device could be opened: " + e);
   }
@@ -71,7 +81,13 @@ async function test() {
   const checksum = await app.checksum();
   app.draw();
   await showSnapshot(app);
-  console.log("PARLOOP_RESULT " + JSON.stringify({ n, steps, checksum, seconds, adapter: app.adapter() }));
+  saveTune(app);
+  const traceEvents = params.get("trace") === "1"
+    ? JSON.parse(app.trace_json()).traceEvents.filter((e) => e.ph === "X" && e.cat === "gpu").length
+    : 0;
+  console.log("PARLOOP_RESULT " + JSON.stringify({
+    n, steps, checksum, seconds, adapter: app.adapter(), tuning: app.tuning(), traceEvents,
+  }));
 }
 
 async function bench() {
@@ -100,6 +116,17 @@ async function interactive() {
   let solving = false; // a solve is running (the App is busy until it ends)
   let perFrame = Number($("spf").value);
   let last = performance.now(), lastDone = app.completed_steps();
+  if (params.get("trace") === "1") {
+    $("trace").hidden = false;
+    $("trace").onclick = () => {
+      const url = URL.createObjectURL(new Blob([app.trace_json()], { type: "application/json" }));
+      const a = document.createElement("a");
+      a.href = url;
+      a.download = "parloop-trace.json";
+      a.click();
+      URL.revokeObjectURL(url);
+    };
+  }
   $("run").onclick = () => {
     running = !running;
     $("run").textContent = running ? "Pause" : "Start";
@@ -201,6 +228,7 @@ async function interactive() {
         $("steps").textContent = app.steps();
         last = now;
         lastDone = done;
+        saveTune(app);
       }
       requestAnimationFrame(tick);
     } catch (e) {

@@ -83,16 +83,18 @@ pub struct Config {
     pub workgroup_size: u32,
     /// `PARLOOP_ADAPTER=hardware|software|<name>`.
     pub adapter: AdapterChoice,
-    /// Time each loop group (`PARLOOP_PROFILE=1`, [`Stats::kernel_times`]): with GPU timestamp
-    /// queries where the adapter has them (a compute pass per group and a readback per
-    /// force), otherwise with a synchronised wall clock (each group submitted alone and
-    /// waited for). `profile_table` and `trace` turn it on too.
+    /// Time each loop group with GPU timestamp queries where the adapter has them
+    /// (`PARLOOP_PROFILE=1`, [`Stats::kernel_times`]; a compute pass per group and a readback
+    /// per force). `profile_table` and `trace` time groups too, and where the adapter has no
+    /// timestamps they use a synchronised wall clock (each group submitted alone and waited
+    /// for).
     ///
     /// [`Stats::kernel_times`]: crate::Stats::kernel_times
     pub profile: bool,
     /// At the end of the Context, an OP2-style table on standard error: per loop group,
     /// calls, total and mean time, GB/s and share of the run (`PARLOOP_PROFILE=table`;
-    /// `Context::profile_table` gives it, over every rank, at any time).
+    /// `Context::profile_table` gives it, over every rank, at any time, and then it is not
+    /// printed again at the end).
     pub profile_table: bool,
     /// Write a timeline (Chrome trace / Perfetto JSON) to this file when the Context ends
     /// (`PARLOOP_PROFILE=trace:PATH`; on N ranks each rank writes `PATH` with `.rank<r>`

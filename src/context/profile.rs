@@ -47,6 +47,7 @@ impl Context {
     /// ranks their own.
     pub fn profile_table(&self) -> Result<String> {
         let prof = &self.0.engine.profiler;
+        prof.table_shown.set(true);
         let rows = prof.rows.borrow().clone();
         let wall = prof.elapsed_s();
         let (rank, ranks) = (self.rank(), self.ranks());
@@ -95,13 +96,18 @@ impl Context {
         Ok(out)
     }
 
+    /// This rank's timeline so far as Chrome trace JSON (what `write_trace` writes; the
+    /// browser page offers it for download).
+    pub fn trace_json(&self) -> String {
+        self.0.engine.profiler.to_json(self.rank(), self.ranks())
+    }
+
     /// Writes this rank's timeline so far (Chrome trace JSON: open it in ui.perfetto.dev or
     /// chrome://tracing) to `path`. Records only with `Config::trace` set; otherwise the file
     /// holds the tracks and no events.
     pub fn write_trace(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
-        let json = self.0.engine.profiler.to_json(self.rank(), self.ranks());
-        std::fs::write(path, json)
+        std::fs::write(path, self.trace_json())
             .map_err(|e| Error::Usage(format!("write_trace: cannot write {}: {e}", path.display())))
     }
 }
@@ -122,7 +128,7 @@ impl Drop for Inner {
     fn drop(&mut self) {
         let (rank, ranks) = (self.comm.rank(), self.comm.size());
         let prof = &self.engine.profiler;
-        if self.config.profile_table {
+        if self.config.profile_table && !prof.table_shown.get() {
             let title = if ranks > 1 {
                 format!("parloop profile, rank {rank} of {ranks}")
             } else {
@@ -130,6 +136,8 @@ impl Drop for Inner {
             };
             eprint!("{}", table(&title, &prof.rows.borrow(), prof.elapsed_s()));
         }
+        // In the browser there is no file: the page downloads `trace_json`.
+        #[cfg(not(target_arch = "wasm32"))]
         if let Some(path) = &self.config.trace {
             let path = if ranks > 1 {
                 rank_path(path, rank)

@@ -55,7 +55,7 @@ pub(crate) async fn run(ctx: &Engine, groups: &[Group], readback: &[Rc<DataInner
                 .iter()
                 .any(|g| t.is_some_and(|t| t.trying(g, &ctx.choice)))
         };
-        if !ctx.timestamps && (ctx.profile || trying()) {
+        if !ctx.timestamps && (ctx.wall_profile || trying()) {
             for g in &groups[i..j] {
                 let out = fetch(ctx, std::slice::from_ref(g), &[]).await?;
                 if let Some(t0) = out.submitted.filter(|_| out.encoded) {

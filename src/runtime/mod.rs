@@ -44,6 +44,9 @@ pub(crate) struct Engine {
     pub timestamps: bool,
     /// The timeline and the per-group table (`Config::trace`, `Config::profile_table`).
     pub profiler: crate::profile::Profiler,
+    /// Without timestamps, time groups with the wall clock for the table or the timeline
+    /// (`PARLOOP_PROFILE=1` alone times only with timestamps: it adds no submissions).
+    pub wall_profile: bool,
     /// `Strategy::Tune`'s measurements and choices (None under any other strategy).
     pub tuner: RefCell<Option<tune::Tuner>>,
     /// `Config::grid_limit`.
@@ -87,6 +90,7 @@ impl Engine {
             shaders: RefCell::new(Vec::new()),
             choice,
             profile: config.times_groups(),
+            wall_profile: config.profile_table || config.trace.is_some(),
             timestamps,
             grid_limit: config.grid_limit,
             gpu,

@@ -54,7 +54,8 @@ pub struct TuneReport {
     /// Positions (iterations) of the group when it was first tuned.
     pub positions: usize,
     /// Each candidate tried ("global-colour, workgroup 64"), the median of its timed
-    /// executions in ms (None until it has all of them) and how many it has.
+    /// executions in ms (None until it has all of them) and how many it has (from the cache:
+    /// the time the cache recorded, and 0).
     pub tried: Vec<(String, Option<f64>, usize)>,
     /// The candidate kept, once every candidate has its executions.
     pub chosen: Option<String>,
@@ -433,7 +434,8 @@ impl Tuner {
                 positions: t.positions,
                 tried: (0..t.candidates.len())
                     .map(|c| {
-                        let n = t.samples[c].len();
+                        // A choice from the cache was not timed in this run.
+                        let n = if t.from_cache { 0 } else { t.samples[c].len() };
                         let done = t.done(c, self.reps) || t.from_cache;
                         let ms = t.median(c).filter(|_| done).map(|ns| ns / 1e6);
                         (t.candidates[c].label(), ms, n)

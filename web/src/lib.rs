@@ -209,13 +209,18 @@ impl App {
     /// `offscreen`) into a texture of the canvas's size that `snapshot` reads back. With
     /// `check` (the page's `?check=1`), kernels run in checking mode: an out-of-range index
     /// becomes the page's error message. `strategy` (the page's `?strategy=`; empty: auto)
-    /// chooses how racing increments are made safe.
+    /// chooses how racing increments are made safe; under `tune`, `tune_cache` (the page's
+    /// storage) holds the choices of earlier visits. With `trace`, the timeline is recorded
+    /// (`trace_json`).
+    #[allow(clippy::too_many_arguments)]
     pub async fn create(
         canvas: web_sys::HtmlCanvasElement,
         n: usize,
         offscreen: bool,
         check: bool,
         strategy: String,
+        tune_cache: String,
+        trace: bool,
     ) -> Result<App, JsValue> {
         if log::set_logger(&LOGGER).is_ok() {
             log::set_max_level(log::LevelFilter::Info);
@@ -237,10 +242,16 @@ impl App {
         let ctx = Context::new_async(Config {
             check,
             strategy,
+            trace: trace.then(|| "parloop-trace.json".into()),
             ..Config::default()
         })
         .await
         .map_err(js)?;
+        if !tune_cache.is_empty() {
+            if let Err(e) = ctx.load_tune_cache(&tune_cache) {
+                log::warn!("the stored tune choices are ignored: {e}");
+            }
+        }
         let gpu = ctx.gpu();
         let target = if offscreen {
             Target::Offscreen {
@@ -332,6 +343,30 @@ impl App {
                 heat: None,
             })),
         })
+    }
+
+    /// `tune`'s choices (empty under another strategy), for the page's storage.
+    pub fn tune_cache(&self) -> String {
+        self.get()
+            .map_or_else(|_| String::new(), |s| s.ctx.tune_cache_json())
+    }
+
+    /// What `tune` tried and chose, a line per loop group.
+    pub fn tuning(&self) -> String {
+        self.get().map_or_else(
+            |_| String::new(),
+            |s| {
+                let explain = s.ctx.explain();
+                let lines: Vec<&str> = explain.lines().filter(|l| l.starts_with("tune ")).collect();
+                lines.join("\n")
+            },
+        )
+    }
+
+    /// The timeline recorded so far (Chrome trace JSON), with `trace`.
+    pub fn trace_json(&self) -> String {
+        self.get()
+            .map_or_else(|_| String::new(), |s| s.ctx.trace_json())
     }
 
     /// "llvmpipe (Vulkan)" or the browser's adapter description.

@@ -85,6 +85,24 @@ try {
     if (!(r <= 1e-4)) fail(`strategy ${s}: checksum differs from the native run by ${r}`);
     await page.close();
   }
+  // tune: its candidates, tried in turn, give the checksum; its choices go to localStorage,
+  // and the next page starts from them; ?trace=1 records a GPU span per group execution.
+  if (!args.strategies || args.strategies.split(",").includes("tune")) {
+    const q = `test=1&n=${n}&steps=${steps}&strategy=tune&trace=1`;
+    for (const visit of ["first", "second"]) {
+      const { page, result } = await run(q, 300_000);
+      const r = Math.abs(result.checksum - expected) / Math.abs(expected);
+      console.log(`tune, ${visit} visit: checksum ${result.checksum}, relative difference ` +
+        `${r.toExponential(2)}, ${result.traceEvents} GPU spans; ${result.tuning}`);
+      if (!(r <= 1e-4)) fail(`tune: checksum differs from the native run by ${r}`);
+      if (!(result.traceEvents >= steps)) fail(`tune: ${result.traceEvents} GPU spans in the timeline`);
+      const want = visit === "first" ? "; chose " : "from the cache";
+      if (!result.tuning.includes(want)) {
+        fail(`tune, ${visit} visit: "${want}" expected in ${JSON.stringify(result.tuning)}`);
+      }
+      await page.close();
+    }
+  }
   for (const s of (args["bench-strategies"] ?? "").split(",").filter(Boolean)) {
     for (const bn of benchNs) {
       const { page, result } = await run(`bench=1&n=${bn}&steps=${args["bench-steps"] ?? 300}&strategy=${s}`, 600_000);

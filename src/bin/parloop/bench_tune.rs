@@ -1,0 +1,105 @@
+//! `tune` beside the fixed strategies: the warm-up that lets it settle before it is timed,
+//! what it chose (for the tables' rows), and the wave under every strategy.
+
+use crate::bench::{Res, base, context, sig};
+use parloop::apps::wave::Wave;
+use parloop::{Config, Context, Staging, Strategy};
+use std::fmt::Write;
+use std::time::Instant;
+
+/// Under `tune`, runs `step` until a step runs no trial (every group that recurs has chosen;
+/// a group seen once, such as the first step's fusion, keeps its one trial); at most 2000
+/// steps. Returns the steps it took (0 under any other strategy).
+pub fn warm(ctx: &Context, mut step: impl FnMut() -> Res<()>) -> Res<usize> {
+    if ctx.config().strategy != Strategy::Tune {
+        return Ok(0);
+    }
+    let trials = |ctx: &Context| -> usize {
+        ctx.tuning()
+            .iter()
+            .flat_map(|r| r.tried.iter().map(|t| t.2))
+            .sum()
+    };
+    for k in 1..=2000 {
+        let before = trials(ctx);
+        step()?;
+        let chose = ctx.tuning().iter().any(|r| r.chosen.is_some());
+        if chose && trials(ctx) == before {
+            return Ok(k - 1);
+        }
+    }
+    Err(format!(
+        "tune had not chosen after 2000 steps: {:?}",
+        ctx.tuning()
+    ))
+}
+
+/// A table row's label: `tune`'s says what it chose, from the cache or after how many steps.
+pub fn label(ctx: &Context, label: &str, steps: usize) -> String {
+    if ctx.config().strategy != Strategy::Tune {
+        return label.to_string();
+    }
+    let chosen: Vec<String> = ctx
+        .tuning()
+        .iter()
+        .filter(|r| r.chosen.is_some())
+        .map(|r| {
+            let how = if r.from_cache {
+                "from the cache".to_string()
+            } else {
+                format!("{} candidates", r.tried.len())
+            };
+            format!(
+                "{}: {} ({how})",
+                r.group,
+                r.chosen.as_deref().unwrap_or("none")
+            )
+        })
+        .collect();
+    format!("{label}: {}; tuned in {steps} steps", chosen.join("; "))
+}
+
+/// The wave at `n` under every strategy of `rows` (steps/s, a force every 10 steps).
+pub fn wave_strategies(
+    r: &mut String,
+    n: usize,
+    steps: usize,
+    rows: &[(&'static str, &'static str, Strategy, Staging)],
+) -> Res<()> {
+    let _ = writeln!(
+        r,
+        "## Strategies: the wave\n\nThe wave on the {n} x {n} unit square ({} triangles), \
+         {steps} steps, a force every 10 steps, after 10 warm-up steps (and, for `tune`, the \
+         steps until it chose); the default run is `auto`.\n\n| strategy | steps/s |\n|---|---:|",
+        2 * n * n
+    );
+    let err = |e: parloop::Error| e.to_string();
+    for &(_, row, strategy, staging) in rows {
+        let ctx = context(Config {
+            strategy,
+            staging,
+            ..base()?
+        })?;
+        let mut w = Wave::new(&ctx, n, 0.0005).map_err(err)?;
+        for _ in 0..10 {
+            w.step().map_err(err)?;
+        }
+        let tuned = warm(&ctx, || {
+            w.step().map_err(err)?;
+            ctx.flush().map_err(err)
+        })?;
+        let _ = w.p.data_ro().map_err(err)?;
+        let t = Instant::now();
+        for k in 1..=steps {
+            w.step().map_err(err)?;
+            if k % 10 == 0 {
+                ctx.flush().map_err(err)?;
+            }
+        }
+        let _ = w.p.data_ro().map_err(err)?;
+        let rate = steps as f64 / t.elapsed().as_secs_f64();
+        let _ = writeln!(r, "| {} | {} |", label(&ctx, row, tuned), sig(rate));
+    }
+    r.push('\n');
+    Ok(())
+}
