@@ -27,7 +27,8 @@ pub enum Strategy {
     /// timestamps where the adapter has them and a synchronised wall clock otherwise, and the
     /// fastest is kept. Choices are cached per adapter, group and size class
     /// (`Config::tune_cache`), so a second run starts tuned. `Context::tuning` and `explain()`
-    /// say what was tried and chosen.
+    /// say what was tried and chosen. In a browser without timestamp queries (where a force
+    /// cannot wait for a wall clock) it runs `auto`'s choice.
     Tune,
 }
 

@@ -5,13 +5,14 @@
 use super::*;
 use crate::profile::{Row, table};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 impl Context {
     /// Under [`Strategy::Tune`](crate::Strategy::Tune): per loop group with racing float
     /// increments, the candidates tried with their median times, and the one kept (empty under
     /// any other strategy).
     pub fn tuning(&self) -> Vec<runtime::TuneReport> {
+        runtime::timing::collect(&self.0.engine);
         self.0
             .engine
             .tuner
@@ -46,6 +47,7 @@ impl Context {
     /// On N ranks this is collective: rank 0 gets every rank's table and their sum, the other
     /// ranks their own.
     pub fn profile_table(&self) -> Result<String> {
+        runtime::timing::collect(&self.0.engine);
         let prof = &self.0.engine.profiler;
         prof.table_shown.set(true);
         let rows = prof.rows.borrow().clone();
@@ -99,6 +101,7 @@ impl Context {
     /// This rank's timeline so far as Chrome trace JSON (what `write_trace` writes; the
     /// browser page offers it for download).
     pub fn trace_json(&self) -> String {
+        runtime::timing::collect(&self.0.engine);
         self.0.engine.profiler.to_json(self.rank(), self.ranks())
     }
 
@@ -113,7 +116,8 @@ impl Context {
 }
 
 /// `path` with `.rank<r>` before its extension (`run.json` -> `run.rank1.json`).
-pub(crate) fn rank_path(path: &Path, rank: usize) -> PathBuf {
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn rank_path(path: &Path, rank: usize) -> std::path::PathBuf {
     let stem = path
         .file_stem()
         .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
@@ -127,6 +131,7 @@ pub(crate) fn rank_path(path: &Path, rank: usize) -> PathBuf {
 impl Drop for Inner {
     fn drop(&mut self) {
         let (rank, ranks) = (self.comm.rank(), self.comm.size());
+        runtime::timing::collect(&self.engine);
         let prof = &self.engine.profiler;
         if self.config.profile_table && !prof.table_shown.get() {
             let title = if ranks > 1 {

@@ -31,7 +31,7 @@ pub(super) fn lower_tuned(
     ctx: &Engine,
     g: &Group,
     choice: &super::lower::Choice,
-) -> Result<(Lowered, Option<String>)> {
+) -> Result<(Lowered, Option<super::tune::Trial>)> {
     let _s = ctx.profiler.span("lower", Track::Host, || {
         format!("lower {}", timing::label(g))
     });

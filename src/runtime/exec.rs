@@ -7,7 +7,8 @@ use super::cache::{bind_group, data_buffer};
 use super::check::{CHECK, Checks};
 use super::encode::{Cmd, PARAMS_BYTES, SCRATCH, encode_group, lower_tuned};
 use super::readback::{read_staging, read_words};
-use super::timing::{self, record_times};
+use super::timing;
+use super::tune::Trial;
 use super::{Engine, host};
 use crate::codegen::Params;
 use crate::data::DataInner;
@@ -19,6 +20,8 @@ use std::rc::Rc;
 
 /// Runs `groups` in order and leaves `readback` valid on the host.
 pub(crate) async fn run(ctx: &Engine, groups: &[Group], readback: &[Rc<DataInner>]) -> Result<()> {
+    // Earlier submissions' timestamps first: the tuner decides from them.
+    timing::collect(ctx);
     let mut i = 0;
     while i < groups.len() {
         if groups[i].host {
@@ -62,7 +65,8 @@ pub(crate) async fn run(ctx: &Engine, groups: &[Group], readback: &[Rc<DataInner
                     ctx.wait_done().await;
                     let ns = t0.elapsed().as_nanos() as f64;
                     if ctx.profile {
-                        timing::add_time(ctx, &mut ctx.rt.borrow_mut(), g, t0, ns);
+                        let (label, bytes) = (timing::label(g), timing::group_bytes(g));
+                        timing::add_time(ctx, &mut ctx.rt.borrow_mut(), &label, bytes, t0, ns);
                     }
                     if let Some(t) = ctx.tuner.borrow_mut().as_mut() {
                         out.trials.iter().flatten().for_each(|k| t.record(k, ns));
@@ -86,7 +90,7 @@ struct Fetched {
     /// Some group had work (positions).
     encoded: bool,
     /// Per group, the tuner's key when its execution was a timed trial.
-    trials: Vec<Option<String>>,
+    trials: Vec<Option<Trial>>,
 }
 
 /// Makes `d`'s device copy current (created, uploaded or cleared as at a loop's first use) and
@@ -152,6 +156,7 @@ fn host_data(g: &Group) -> Vec<Rc<DataInner>> {
 
 /// Encodes and submits `groups`, then reads back whichever of `want` the host lacks.
 async fn fetch(ctx: &Engine, groups: &[Group], want: &[Rc<DataInner>]) -> Result<Fetched> {
+    timing::collect(ctx);
     let gpu = &ctx.gpu;
     // What needs a readback is known only after the groups are encoded (they mark what they
     // write as current on the device).
@@ -159,7 +164,7 @@ async fn fetch(ctx: &Engine, groups: &[Group], want: &[Rc<DataInner>]) -> Result
     if groups.is_empty() && !want.iter().any(needs_readback) {
         return Ok(Fetched::default());
     }
-    let mut trials: Vec<Option<String>> = vec![None; groups.len()];
+    let mut trials: Vec<Option<Trial>> = vec![None; groups.len()];
     if let Some(e) = gpu.uncaptured.lock().ok().and_then(|mut s| s.take()) {
         return Err(Error::Device(format!(
             "the device reported an earlier error: {e}"
@@ -387,7 +392,7 @@ async fn fetch(ctx: &Engine, groups: &[Group], want: &[Rc<DataInner>]) -> Result
     }
     read_staging(ctx, staging).await?;
     if let (Some(timing), Some(at)) = (timing, submitted) {
-        record_times(ctx, groups, timing, &trials, at).await?;
+        timing::start(ctx, groups, timing, &trials, at);
     }
     if let Some((buf, checks)) = check_out {
         let words = read_words(ctx, buf, 4 * checks.words as u64, "check records").await?;

@@ -13,7 +13,7 @@ pub(crate) mod exec;
 mod host;
 pub(crate) mod lower;
 mod readback;
-mod timing;
+pub(crate) mod timing;
 pub(crate) mod tune;
 
 use crate::config::Config;
@@ -47,6 +47,8 @@ pub(crate) struct Engine {
     /// Without timestamps, time groups with the wall clock for the table or the timeline
     /// (`PARLOOP_PROFILE=1` alone times only with timestamps: it adds no submissions).
     pub wall_profile: bool,
+    /// Submissions whose timestamps are still to be read (`timing::collect`).
+    pub pending_times: RefCell<Vec<timing::PendingTimes>>,
     /// `Strategy::Tune`'s measurements and choices (None under any other strategy).
     pub tuner: RefCell<Option<tune::Tuner>>,
     /// `Config::grid_limit`.
@@ -68,7 +70,11 @@ impl Engine {
             check: config.check,
         };
         let timestamps = gpu.timestamps() && config.gpu_timestamps;
-        let tuner = (config.strategy == crate::config::Strategy::Tune).then(|| {
+        // In the browser a force cannot wait for a wall clock: without timestamps `tune` runs
+        // `auto`'s choice there, and the table and timeline get no GPU times.
+        let wall_clock = !cfg!(target_arch = "wasm32");
+        let tune = config.strategy == crate::config::Strategy::Tune;
+        let tuner = (tune && (timestamps || wall_clock)).then(|| {
             let i = &gpu.info;
             tune::Tuner::new(
                 format!(
@@ -86,11 +92,12 @@ impl Engine {
         Engine {
             profiler: crate::profile::Profiler::new(config.trace.is_some()),
             tuner: RefCell::new(tuner),
+            pending_times: RefCell::new(Vec::new()),
             rt: RefCell::new(State::with_soa(config.soa)),
             shaders: RefCell::new(Vec::new()),
             choice,
             profile: config.times_groups(),
-            wall_profile: config.profile_table || config.trace.is_some(),
+            wall_profile: wall_clock && (config.profile_table || config.trace.is_some()),
             timestamps,
             grid_limit: config.grid_limit,
             gpu,

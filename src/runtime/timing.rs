@@ -2,13 +2,13 @@
 //! alone (the synchronised wall clock), into `Stats::kernel_times`, the profile's table and
 //! timeline, and the tuner.
 
-use super::readback::read_words;
+use super::tune::Trial;
 use super::{Buf, Engine, State};
 use crate::data::Via;
-use crate::error::Result;
 use crate::fuse::Group;
 use crate::profile::Track;
 use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use web_time::Instant;
 
 /// The group's kernels joined by `+` (its name in Stats, the table and the timeline).
@@ -66,49 +66,117 @@ pub(crate) fn group_bytes(g: &Group) -> f64 {
     bytes
 }
 
-/// Adds one timed execution of `g` (`ns`, from `start`) to the Stats, the table and the
-/// timeline.
-pub(crate) fn add_time(ctx: &Engine, st: &mut State, g: &Group, start: Instant, ns: f64) {
-    let label = label(g);
-    ctx.profiler.complete("gpu", Track::Gpu, &label, start, ns);
-    let bytes = group_bytes(g);
-    ctx.profiler.add_row(&label, ns, bytes);
-    let t = st.stats.kernel_times.entry(label).or_default();
+/// Adds one timed execution (`ns`, from `start`) of the group `label` moving `bytes` to the
+/// Stats, the table and the timeline.
+pub(crate) fn add_time(
+    ctx: &Engine,
+    st: &mut State,
+    label: &str,
+    bytes: f64,
+    start: Instant,
+    ns: f64,
+) {
+    ctx.profiler.complete("gpu", Track::Gpu, label, start, ns);
+    ctx.profiler.add_row(label, ns, bytes);
+    let t = st.stats.kernel_times.entry(label.to_string()).or_default();
     t.calls += 1;
     t.ns += ns as u64;
     t.bytes += bytes as u64;
 }
 
-/// Adds each group's GPU time (from its pass's timestamps) to the per-group totals, and gives
-/// the tuner its trials' times. `submitted`: when the submission went to the queue (the
-/// timeline places the groups from it).
-pub(super) async fn record_times(
+/// The timestamps of one submission, read once the device has written them (never waited for
+/// inside a force: in the browser a force cannot wait).
+pub(crate) struct PendingTimes {
+    buf: Buf,
+    /// Groups in the submission (the buffer holds 2 ticks each).
+    count: usize,
+    /// (index, label, bytes, tuning trial) of each group timed.
+    timed: Vec<(usize, String, f64, Option<Trial>)>,
+    submitted: Instant,
+    /// Some(mapped) once the read completed.
+    mapped: Arc<Mutex<Option<bool>>>,
+}
+
+/// Starts reading a submission's timestamps (`used`: the groups that ran), for `collect`.
+pub(super) fn start(
     ctx: &Engine,
     groups: &[Group],
     (buf, used): (Buf, Vec<bool>),
-    trials: &[Option<String>],
+    trials: &[Option<Trial>],
     submitted: Instant,
-) -> Result<()> {
-    let words = read_words(ctx, buf, 16 * groups.len() as u64, "GPU timestamps").await?;
-    let tick = |k: usize| u64::from(words[2 * k]) | u64::from(words[2 * k + 1]) << 32;
-    let period = ctx.gpu.queue.get_timestamp_period() as f64;
-    let first = (0..groups.len())
+) {
+    let bytes = 16 * groups.len() as u64;
+    let mapped = Arc::new(Mutex::new(None));
+    let m = mapped.clone();
+    buf.buffer
+        .map_async(wgpu::MapMode::Read, 0..bytes, move |r| {
+            if let Ok(mut m) = m.lock() {
+                *m = Some(r.is_ok());
+            }
+        });
+    let timed = (0..groups.len())
         .filter(|&g| used[g])
-        .map(|g| tick(2 * g))
-        .min()
-        .unwrap_or(0);
-    let mut st = ctx.rt.borrow_mut();
-    let mut tuner = ctx.tuner.borrow_mut();
-    for (g, group) in groups.iter().enumerate().filter(|&(g, _)| used[g]) {
-        let ns = tick(2 * g + 1).saturating_sub(tick(2 * g)) as f64 * period;
-        if ctx.profile {
-            let offset = tick(2 * g).saturating_sub(first) as f64 * period;
-            let start = submitted + std::time::Duration::from_nanos(offset as u64);
-            add_time(ctx, &mut st, group, start, ns);
-        }
-        if let (Some(t), Some(key)) = (tuner.as_mut(), &trials[g]) {
-            t.record(key, ns);
+        .map(|g| {
+            (
+                g,
+                label(&groups[g]),
+                group_bytes(&groups[g]),
+                trials[g].clone(),
+            )
+        })
+        .collect();
+    ctx.pending_times.borrow_mut().push(PendingTimes {
+        buf,
+        count: groups.len(),
+        timed,
+        submitted,
+        mapped,
+    });
+}
+
+/// Takes in the timestamps that have arrived (natively it waits for all of them; in the
+/// browser those not there yet wait for a later call): the Stats, the profile and the tuner.
+pub(crate) fn collect(ctx: &Engine) {
+    if ctx.pending_times.borrow().is_empty() {
+        return;
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    let _ = ctx.gpu.device.poll(wgpu::PollType::wait_indefinitely());
+    let pending = std::mem::take(&mut *ctx.pending_times.borrow_mut());
+    let period = ctx.gpu.queue.get_timestamp_period() as f64;
+    let mut waiting = Vec::new();
+    for p in pending {
+        let state = p.mapped.lock().ok().and_then(|m| *m);
+        match state {
+            None => waiting.push(p),
+            Some(false) => log::warn!("reading the GPU timestamps failed: those times are lost"),
+            Some(true) => {
+                let words: Vec<u32> = match p.buf.buffer.get_mapped_range(0..16 * p.count as u64) {
+                    Ok(view) => bytemuck::cast_slice(&view).to_vec(),
+                    Err(e) => {
+                        log::warn!("mapping the GPU timestamps failed: {e}");
+                        continue;
+                    }
+                };
+                p.buf.buffer.unmap();
+                let tick = |k: usize| u64::from(words[2 * k]) | u64::from(words[2 * k + 1]) << 32;
+                let first = p.timed.iter().map(|t| tick(2 * t.0)).min().unwrap_or(0);
+                let mut st = ctx.rt.borrow_mut();
+                let mut tuner = ctx.tuner.borrow_mut();
+                for (g, label, bytes, trial) in &p.timed {
+                    let ns = tick(2 * g + 1).saturating_sub(tick(2 * g)) as f64 * period;
+                    if ctx.profile {
+                        let offset = tick(2 * g).saturating_sub(first) as f64 * period;
+                        let at = p.submitted + std::time::Duration::from_nanos(offset as u64);
+                        add_time(ctx, &mut st, label, *bytes, at, ns);
+                    }
+                    if let (Some(t), Some(trial)) = (tuner.as_mut(), trial) {
+                        t.record(trial, ns);
+                    }
+                }
+                st.release_staging(p.buf);
+            }
         }
     }
-    Ok(())
+    ctx.pending_times.borrow_mut().extend(waiting);
 }

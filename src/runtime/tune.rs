@@ -33,6 +33,9 @@ const WORKGROUP_SIZES: [u32; 3] = [64, 128, 256];
 /// again (on llvmpipe a staged hierarchical group can take seconds where atomics take ms).
 const PRUNE: f64 = 4.0;
 
+/// A timed execution: the group's key and the candidate it ran.
+pub(crate) type Trial = (String, usize);
+
 /// One way to run a group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Candidate {
@@ -95,8 +98,6 @@ struct Tuning {
     sizes_added: bool,
     /// Next candidate, round-robin.
     next: usize,
-    /// The candidate of the execution being timed.
-    in_flight: Option<usize>,
     chosen: Option<usize>,
     from_cache: bool,
 }
@@ -212,8 +213,9 @@ impl Tuner {
         }
     }
 
-    /// The knobs `g` runs with now, and its key when this execution is a timed trial.
-    pub fn choice(&mut self, g: &Group, base: &Choice) -> (Choice, Option<String>) {
+    /// The knobs `g` runs with now, and the trial (its key and candidate) when this execution
+    /// is to be timed.
+    pub fn choice(&mut self, g: &Group, base: &Choice) -> (Choice, Option<Trial>) {
         let Some((key, racing)) = signature(g, base) else {
             return (*base, None);
         };
@@ -239,14 +241,21 @@ impl Tuner {
             .map(|c| t.samples[c].len())
             .min()
             .unwrap_or(0);
-        let c = (0..n)
+        let Some(c) = (0..n)
             .map(|k| (t.next + k) % n)
             .filter(open)
             .find(|&c| t.samples[c].len() == least)
-            .unwrap_or(0);
+        else {
+            // Every candidate has run; their times are still on their way (the browser reads
+            // timestamps later): the best so far runs, untimed.
+            let b = t
+                .best()
+                .or_else(|| (0..n).find(|&k| !t.pruned[k]))
+                .unwrap_or(0);
+            return (with(t.candidates[b]), None);
+        };
         t.next = (c + 1) % n;
-        t.in_flight = Some(c);
-        (with(t.candidates[c]), Some(key))
+        (with(t.candidates[c]), Some((key, c)))
     }
 
     fn start(&self, g: &Group, base: &Choice, key: &str, racing: &[DType]) -> Tuning {
@@ -277,7 +286,6 @@ impl Tuner {
             candidates,
             sizes_added: false,
             next: 0,
-            in_flight: None,
             chosen: None,
             from_cache: false,
         };
@@ -291,7 +299,8 @@ impl Tuner {
                 .iter()
                 .find(|c| c.variant.name() == s.strategy)
                 .map(|c| c.variant);
-            if let Some(variant) = v.filter(|_| s.workgroup_size <= self.workgroup_max) {
+            let size_ok = (1..=self.workgroup_max).contains(&s.workgroup_size);
+            if let Some(variant) = v.filter(|_| size_ok && s.ms.is_finite()) {
                 let c = Candidate {
                     variant,
                     workgroup_size: s.workgroup_size,
@@ -306,14 +315,16 @@ impl Tuner {
         t
     }
 
-    /// The time of the execution `choice` gave under `key`.
-    pub fn record(&mut self, key: &str, ns: f64) {
-        let reps = self.reps;
+    /// The time of a trial `choice` gave (times may come back after later executions: in
+    /// the browser the timestamps are read when the page next runs).
+    pub fn record(&mut self, (key, c): &Trial, ns: f64) {
         let Some(t) = self.groups.get_mut(key) else {
             return;
         };
-        let Some(c) = t.in_flight.take() else { return };
-        t.samples[c].push(ns);
+        if t.chosen.is_some() || *c >= t.candidates.len() || !ns.is_finite() {
+            return;
+        }
+        t.samples[*c].push(ns);
         let fastest = t
             .samples
             .iter()
@@ -326,10 +337,19 @@ impl Tuner {
                 t.pruned[k] = true;
             }
         }
-        if (0..t.candidates.len()).any(|k| !t.done(k, reps)) {
+        self.settle(key);
+    }
+
+    /// Once every candidate is done: the workgroup sizes for the best, or the choice.
+    fn settle(&mut self, key: &str) {
+        let reps = self.reps;
+        let Some(t) = self.groups.get_mut(key) else {
+            return;
+        };
+        if t.chosen.is_some() || (0..t.candidates.len()).any(|k| !t.done(k, reps)) {
             return;
         }
-        let best = t.best().expect("every candidate has samples");
+        let Some(best) = t.best() else { return };
         if !t.sizes_added {
             t.sizes_added = true;
             let b = t.candidates[best];
@@ -363,30 +383,26 @@ impl Tuner {
         self.save();
     }
 
-    /// The candidate `choice` gave under `key` cannot run this group (`why`): it is dropped.
-    /// False when no candidate is left.
-    pub fn reject(&mut self, key: &str, why: &str) -> bool {
+    /// The candidate of `trial` cannot run its group (`why`): it is left out. False when no
+    /// candidate that can is left.
+    pub fn reject(&mut self, (key, c): &Trial, why: &str) -> bool {
         let Some(t) = self.groups.get_mut(key) else {
             return false;
         };
-        let Some(c) = t.in_flight.take() else {
+        if *c >= t.candidates.len() {
             return false;
-        };
+        }
         log::info!(
             "tune: {} cannot run {}: {why}",
-            t.candidates[c].label(),
+            t.candidates[*c].label(),
             t.group
         );
-        t.candidates.remove(c);
-        t.samples.remove(c);
-        t.pruned.remove(c);
-        t.next = 0;
-        if t.candidates.is_empty() {
+        t.pruned[*c] = true;
+        t.samples[*c].clear();
+        if (0..t.candidates.len()).all(|k| t.pruned[k]) {
             return false;
         }
-        if (0..t.candidates.len()).all(|k| t.done(k, self.reps)) {
-            t.chosen = t.best();
-        }
+        self.settle(key);
         true
     }
 

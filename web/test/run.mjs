@@ -38,9 +38,10 @@ const browser = await chromium.launch({
 let failed = false;
 const fail = (msg) => { console.error("FAIL: " + msg); failed = true; };
 
-// Opens a page and waits for its PARLOOP_RESULT (or error).
-async function run(query, timeoutMs) {
-  const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+// Opens a page (in its own browser context, or in `context`: its pages share localStorage)
+// and waits for its PARLOOP_RESULT (or error).
+async function run(query, timeoutMs, context = browser) {
+  const page = await context.newPage({ viewport: { width: 1200, height: 900 } });
   const result = new Promise((resolve, reject) => {
     page.on("console", (msg) => {
       const text = msg.text();
@@ -89,8 +90,9 @@ try {
   // and the next page starts from them; ?trace=1 records a GPU span per group execution.
   if (!args.strategies || args.strategies.split(",").includes("tune")) {
     const q = `test=1&n=${n}&steps=${steps}&strategy=tune&trace=1`;
+    const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
     for (const visit of ["first", "second"]) {
-      const { page, result } = await run(q, 300_000);
+      const { page, result } = await run(q, 300_000, context);
       const r = Math.abs(result.checksum - expected) / Math.abs(expected);
       console.log(`tune, ${visit} visit: checksum ${result.checksum}, relative difference ` +
         `${r.toExponential(2)}, ${result.traceEvents} GPU spans; ${result.tuning}`);
@@ -102,6 +104,7 @@ try {
       }
       await page.close();
     }
+    await context.close();
   }
   for (const s of (args["bench-strategies"] ?? "").split(",").filter(Boolean)) {
     for (const bn of benchNs) {

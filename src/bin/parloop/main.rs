@@ -14,6 +14,7 @@ fn main() {
 mod bench;
 #[cfg(not(target_arch = "wasm32"))]
 mod bench_solver;
+#[cfg(not(target_arch = "wasm32"))]
 mod bench_tune;
 
 #[cfg(not(target_arch = "wasm32"))]
