@@ -42,7 +42,7 @@ pub use data::{Arg, ConstValue, Dat, Global, Indirect, IterSpace, Map, Sections,
 pub use error::{Error, Result};
 pub use kernel::{HostArgs, Kernel};
 pub use runtime::device::report as adapter_report;
-pub use runtime::{Gpu, KernelTime, Stats, TuneReport};
+pub use runtime::{Gpu, KernelTime, Stats, Tried, TuneReport};
 pub use types::{Access, DType, Real, Scalar};
 
 /// The README's example, compiled and run as a doctest.

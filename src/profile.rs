@@ -68,6 +68,9 @@ pub(crate) struct Profiler {
     start: Instant,
     events: RefCell<Vec<Event>>,
     dropped: std::cell::Cell<u64>,
+    /// End of the last GPU span (µs): a span placed from its submission starts no earlier,
+    /// since the device runs submissions in order.
+    gpu_end: std::cell::Cell<f64>,
     /// The table: per loop group (kernels joined by `+`).
     pub rows: RefCell<BTreeMap<String, Row>>,
     /// The program asked for the table (the end of the Context does not print it again).
@@ -106,6 +109,7 @@ impl Profiler {
             events: RefCell::new(Vec::new()),
             dropped: std::cell::Cell::new(0),
             rows: RefCell::new(BTreeMap::new()),
+            gpu_end: std::cell::Cell::new(0.0),
             table_shown: std::cell::Cell::new(false),
         }
     }
@@ -143,13 +147,12 @@ impl Profiler {
     /// A span that started at `start` and lasted `ns`.
     pub fn complete(&self, cat: &'static str, track: Track, name: &str, start: Instant, ns: f64) {
         if self.trace {
-            self.push(
-                name.to_string(),
-                cat,
-                track,
-                self.us(start),
-                Kind::Span(ns / 1e3),
-            );
+            let mut ts = self.us(start);
+            if track == Track::Gpu {
+                ts = ts.max(self.gpu_end.get());
+                self.gpu_end.set(ts + ns / 1e3);
+            }
+            self.push(name.to_string(), cat, track, ts, Kind::Span(ns / 1e3));
         }
     }
 

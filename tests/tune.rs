@@ -28,6 +28,7 @@ fn tuned(file: &PathBuf, reps: usize) -> Context {
         strategy: Strategy::Tune,
         tune_cache: TuneCache::File(file.clone()),
         tune_reps: reps,
+        workgroup_size: 64,
         ..Config::from_env().unwrap()
     })
 }
@@ -39,6 +40,7 @@ fn without_timestamps_tune_times_each_group_alone_with_the_wall_clock() {
         tune_cache: TuneCache::Off,
         tune_reps: 1,
         gpu_timestamps: false,
+        workgroup_size: 64,
         ..Config::from_env().unwrap()
     });
     let before = ctx.stats().submissions;
@@ -49,7 +51,7 @@ fn without_timestamps_tune_times_each_group_alone_with_the_wall_clock() {
     // Each trial is the group submitted alone, then the readback.
     assert_eq!(ctx.stats().submissions - before, 2 * steps as u64, "{r:?}");
     assert!(
-        r.tried.iter().all(|t| t.1.is_some_and(|ms| ms > 0.0)),
+        r.tried.iter().all(|t| t.ms.is_some_and(|ms| ms > 0.0)),
         "{r:?}"
     );
 }
@@ -121,20 +123,20 @@ fn tune_tries_every_strategy_keeps_the_fastest_and_a_second_run_starts_from_the_
     for s in &strategies {
         let label = format!("{s}, workgroup 64");
         assert!(
-            r.tried.iter().any(|t| t.0 == label),
+            r.tried.iter().any(|t| t.candidate == label),
             "{label} not tried: {r:?}"
         );
     }
     // Then the workgroup sizes for the fastest strategy.
     let best_strategy = r.tried[..strategies.len()]
         .iter()
-        .min_by(|a, b| a.1.unwrap().total_cmp(&b.1.unwrap()))
-        .map(|t| t.0.split(',').next().unwrap().to_string())
+        .min_by(|a, b| a.ms.unwrap().total_cmp(&b.ms.unwrap()))
+        .map(|t| t.candidate.split(',').next().unwrap().to_string())
         .unwrap();
     for wg in [128, 256] {
         let label = format!("{best_strategy}, workgroup {wg}");
         assert!(
-            r.tried.iter().any(|t| t.0 == label),
+            r.tried.iter().any(|t| t.candidate == label),
             "{label} not tried: {r:?}"
         );
     }
@@ -142,24 +144,26 @@ fn tune_tries_every_strategy_keeps_the_fastest_and_a_second_run_starts_from_the_
     // Each has a positive median of its timed executions (all `reps` of them, or fewer for a
     // candidate left out after running 4 times slower than the fastest); the kept one has the
     // lowest.
-    for (c, ms, n) in &r.tried {
-        assert!(
-            *n >= 1 && *n <= reps && ms.is_some_and(|m| m > 0.0),
-            "{c}: {r:?}"
-        );
+    for t in &r.tried {
+        let ok = t.timed >= 1 && t.timed <= reps && t.ms.is_some_and(|m| m > 0.0);
+        assert!(ok, "{t:?}: {r:?}");
+        // Fewer executions only for a candidate left out.
+        assert!(t.timed == reps || t.left_out.is_some(), "{t:?}");
     }
-    let trials: usize = r.tried.iter().map(|t| t.2).sum();
+    let trials: usize = r.tried.iter().map(|t| t.timed).sum();
     assert_eq!(steps, trials, "one trial per step: {r:?}");
     let fastest = r
         .tried
         .iter()
-        .min_by(|a, b| a.1.unwrap().total_cmp(&b.1.unwrap()))
+        .filter(|t| t.left_out.is_none())
+        .min_by(|a, b| a.ms.unwrap().total_cmp(&b.ms.unwrap()))
         .unwrap();
-    assert_eq!(r.chosen.as_deref(), Some(fastest.0.as_str()));
+    assert_eq!(r.chosen.as_deref(), Some(fastest.candidate.as_str()));
     let explain = ctx.explain();
     eprintln!("{explain}");
     assert!(
-        explain.contains("tune `scatter`") && explain.contains(&format!("chose {}", fastest.0)),
+        explain.contains("tune `scatter`")
+            && explain.contains(&format!("chose {}", fastest.candidate)),
         "{explain}"
     );
     // The cache file holds the choice; a second Context starts from it and compiles one
@@ -174,7 +178,7 @@ fn tune_tries_every_strategy_keeps_the_fastest_and_a_second_run_starts_from_the_
             choices[0]["strategy"].as_str().unwrap(),
             choices[0]["workgroup_size"]
         ),
-        fastest.0
+        fastest.candidate
     );
     let compiled_first = ctx.stats().pipelines_compiled;
     assert!(compiled_first as usize >= r.tried.len(), "{compiled_first}");
@@ -273,7 +277,8 @@ fn f64_increments_try_only_the_colouring_strategies() {
     }
     let r = &ctx.tuning()[0];
     assert!(r.chosen.is_some(), "{r:?}");
-    for (c, _, _) in &r.tried {
+    for t in &r.tried {
+        let c = &t.candidate;
         assert!(
             c.starts_with("hierarchical") || c.starts_with("global-colour"),
             "{c} cannot take f64 increments: {r:?}"
@@ -281,5 +286,82 @@ fn f64_increments_try_only_the_colouring_strategies() {
     }
     // hierarchical in its three stagings and global-colour, then two workgroup sizes.
     assert_eq!(r.tried.len(), 6, "{r:?}");
+    let _ = std::fs::remove_file(&file);
+}
+
+/// A group over an empty subset is not tuned (it runs nothing to time), and does not keep a
+/// wall-clock run splitting its regions; a group no candidate can run (Consts over the limit)
+/// is an error, every time.
+#[test]
+fn empty_groups_are_not_tuned_and_a_group_nothing_can_run_is_an_error() {
+    let ctx = ctx_with(Config {
+        strategy: Strategy::Tune,
+        tune_cache: TuneCache::Off,
+        tune_reps: 1,
+        gpu_timestamps: false,
+        lazy: false,
+        ..Config::from_env().unwrap()
+    });
+    let (e, n) = (Set::new("e", 3000), Set::new("n", 500));
+    let m = random_map("m", &e, &n, 2, 5);
+    let none = parloop::Subset::new("none", &e, &[]).unwrap();
+    let a = ctx.dat_zeros::<f32>("a", &n, 1).unwrap();
+    let bump = Kernel::new(
+        "bump",
+        "fn bump(x: ptr<function, array<f32, 1>>) { (*x)[0] += 1.0; }",
+    );
+    for _ in 0..40 {
+        ctx.par_loop(&bump, &none, &[a.at(&m, 0).inc()]).unwrap();
+        ctx.par_loop(&bump, &e, &[a.at(&m, 0).inc()]).unwrap();
+    }
+    let r = ctx.tuning();
+    assert_eq!(r.len(), 1, "only the group with positions: {r:?}");
+    assert!(r[0].chosen.is_some(), "{r:?}");
+    let sum: f32 = a.data_ro().unwrap().iter().sum();
+    assert_eq!(sum, 40.0 * 3000.0);
+    // Consts over what one group carries: no candidate can run it; an error, every time.
+    ctx.constant("tab", vec![1f32; 5000].as_slice()).unwrap();
+    let k = Kernel::new(
+        "k",
+        "fn k(x: ptr<function, array<f32, 1>>) { (*x)[0] += tab[0]; }",
+    );
+    for _ in 0..2 {
+        let e = ctx
+            .par_loop(&k, &e, &[a.at(&m, 0).inc()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("Consts"), "{e}");
+    }
+}
+
+/// Cache entries this adapter cannot use (a workgroup size of 0 or over the adapter's
+/// limit, a strategy it does not know, a time that is not a number) are ignored: the group
+/// is tuned afresh, with exact results meanwhile.
+#[test]
+fn unusable_cache_entries_are_ignored() {
+    let file = cache_file("unusable");
+    let ctx = tuned(&file, 1);
+    run_scatter(&ctx, 100, chosen);
+    drop(ctx);
+    let good: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let bad: [(&str, serde_json::Value); 4] = [
+        ("workgroup_size", 0.into()),
+        ("workgroup_size", 1_000_000.into()),
+        ("strategy", "fastest".into()),
+        ("ms", serde_json::Value::Null),
+    ];
+    for (field, value) in bad {
+        let mut json = good.clone();
+        json["choices"][0][field] = value.clone();
+        std::fs::write(&file, json.to_string()).unwrap();
+        let ctx = tuned(&file, 1);
+        run_scatter(&ctx, 100, chosen);
+        let r = &ctx.tuning()[0];
+        assert!(
+            !r.from_cache && r.chosen.is_some(),
+            "{field} = {value}: {r:?}"
+        );
+    }
     let _ = std::fs::remove_file(&file);
 }

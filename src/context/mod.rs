@@ -238,7 +238,7 @@ impl Context {
     }
     /// Counters since the Context was made, and the caches' sizes and device memory now.
     pub fn stats(&self) -> Stats {
-        runtime::timing::collect(&self.0.engine);
+        runtime::timing::collect(&self.0.engine, true);
         let st = self.0.engine.rt.borrow();
         Stats {
             pipelines_cached: st.pipelines.len(),

@@ -12,7 +12,7 @@ impl Context {
     /// increments, the candidates tried with their median times, and the one kept (empty under
     /// any other strategy).
     pub fn tuning(&self) -> Vec<runtime::TuneReport> {
-        runtime::timing::collect(&self.0.engine);
+        runtime::timing::collect(&self.0.engine, true);
         self.0
             .engine
             .tuner
@@ -47,7 +47,7 @@ impl Context {
     /// On N ranks this is collective: rank 0 gets every rank's table and their sum, the other
     /// ranks their own.
     pub fn profile_table(&self) -> Result<String> {
-        runtime::timing::collect(&self.0.engine);
+        runtime::timing::collect(&self.0.engine, true);
         let prof = &self.0.engine.profiler;
         prof.table_shown.set(true);
         let rows = prof.rows.borrow().clone();
@@ -101,7 +101,7 @@ impl Context {
     /// This rank's timeline so far as Chrome trace JSON (what `write_trace` writes; the
     /// browser page offers it for download).
     pub fn trace_json(&self) -> String {
-        runtime::timing::collect(&self.0.engine);
+        runtime::timing::collect(&self.0.engine, true);
         self.0.engine.profiler.to_json(self.rank(), self.ranks())
     }
 
@@ -131,7 +131,7 @@ pub(crate) fn rank_path(path: &Path, rank: usize) -> std::path::PathBuf {
 impl Drop for Inner {
     fn drop(&mut self) {
         let (rank, ranks) = (self.comm.rank(), self.comm.size());
-        runtime::timing::collect(&self.engine);
+        runtime::timing::collect(&self.engine, true);
         let prof = &self.engine.profiler;
         if self.config.profile_table && !prof.table_shown.get() {
             let title = if ranks > 1 {

@@ -26,12 +26,12 @@ pub(super) struct Cmd {
 }
 
 /// Lowers `g` with the knobs the tuner gives (under `tune`), dropping a candidate that cannot
-/// run the group and asking for the next; the tuner's key when the execution is a trial.
+/// run the group and asking for the next; what the tuner picked (and whether to time it).
 pub(super) fn lower_tuned(
     ctx: &Engine,
     g: &Group,
     choice: &super::lower::Choice,
-) -> Result<(Lowered, Option<super::tune::Trial>)> {
+) -> Result<(Lowered, Option<(super::tune::Trial, bool)>)> {
     let _s = ctx.profiler.span("lower", Track::Host, || {
         format!("lower {}", timing::label(g))
     });
@@ -41,7 +41,7 @@ pub(super) fn lower_tuned(
         match lower(g, &c) {
             Ok(lw) => return Ok((lw, trial)),
             Err(m) => {
-                let retry = trial.as_ref().is_some_and(|k| {
+                let retry = trial.as_ref().is_some_and(|(k, _)| {
                     ctx.tuner
                         .borrow_mut()
                         .as_mut()

@@ -21,7 +21,7 @@ use std::rc::Rc;
 /// Runs `groups` in order and leaves `readback` valid on the host.
 pub(crate) async fn run(ctx: &Engine, groups: &[Group], readback: &[Rc<DataInner>]) -> Result<()> {
     // Earlier submissions' timestamps first: the tuner decides from them.
-    timing::collect(ctx);
+    timing::collect(ctx, false);
     let mut i = 0;
     while i < groups.len() {
         if groups[i].host {
@@ -156,7 +156,7 @@ fn host_data(g: &Group) -> Vec<Rc<DataInner>> {
 
 /// Encodes and submits `groups`, then reads back whichever of `want` the host lacks.
 async fn fetch(ctx: &Engine, groups: &[Group], want: &[Rc<DataInner>]) -> Result<Fetched> {
-    timing::collect(ctx);
+    timing::collect(ctx, false);
     let gpu = &ctx.gpu;
     // What needs a readback is known only after the groups are encoded (they mark what they
     // write as current on the device).
@@ -211,11 +211,11 @@ async fn fetch(ctx: &Engine, groups: &[Group], want: &[Rc<DataInner>]) -> Result
                 );
                 match encoded {
                     Ok(out) => {
-                        trials[gi] = trial;
+                        trials[gi] = trial.filter(|(_, timed)| *timed).map(|(k, _)| k);
                         break out;
                     }
                     Err(e) => {
-                        let retry = trial.as_ref().is_some_and(|k| {
+                        let retry = trial.as_ref().is_some_and(|(k, _)| {
                             let mut t = ctx.tuner.borrow_mut();
                             t.as_mut().is_some_and(|t| t.reject(k, &e.to_string()))
                         });

@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::rc::{Rc, Weak};
 
 pub use device::Gpu;
-pub use tune::TuneReport;
+pub use tune::{Tried, TuneReport};
 
 /// The device side of a Context: the device, everything held on it, the shaders of the last
 /// force, and the settings that decide how work is encoded. Every runtime function takes it;

@@ -7,7 +7,7 @@ use super::{Buf, Engine, State};
 use crate::data::Via;
 use crate::fuse::Group;
 use crate::profile::Track;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use web_time::Instant;
 
@@ -20,48 +20,50 @@ pub(crate) fn label(g: &Group) -> String {
         .join("+")
 }
 
-/// Bytes one execution of `g` moves, by a model that counts each value once: a Dat read
-/// directly, `positions` x dim values; through a map, the values of the target set it can
-/// reach (at most positions x the indices used); twice when it is also written; plus the map
-/// indices read. Ephemeral Dats (registers) and Globals move nothing.
+/// Bytes one execution of `g` moves, by a model that counts each value once per way it is
+/// reached: a Dat read or written directly, positions x its values; through a map, the values
+/// of the target elements the indices used can reach (at most the target set, at most
+/// positions x indices used); each twice when it is both read and written (RW, INC, MIN,
+/// MAX) by any argument of the group; plus each map index read (4 bytes a position per index).
+/// Ephemeral Dats (registers) and Globals move nothing.
 pub(crate) fn group_bytes(g: &Group) -> f64 {
-    let mut seen = HashSet::new();
+    // (Dat, map or 0) -> (bytes per element, positions, elements reachable, indices, both).
+    let mut paths: HashMap<(u64, u64), (f64, f64, f64, HashSet<Option<usize>>, bool)> =
+        HashMap::new();
     let mut maps = HashSet::new();
     let mut bytes = 0.0;
     for lp in &g.loops {
         let n = lp.space.len() as f64;
         for a in &lp.args {
             let d = &a.data;
-            if g.ephemeral.contains(&d.id) {
+            if g.ephemeral.contains(&d.id) || matches!(a.via, Via::Global) {
                 continue;
             }
             let value = (d.dim * d.dtype.bytes()) as f64;
-            let both = if a.access.reads() && a.access.writes() {
-                2.0
-            } else {
-                1.0
+            let both = a.access.writes() && (a.access.reads() || a.access.is_reduction());
+            let (map, idx, reach) = match &a.via {
+                Via::Global | Via::Direct => (0, None, f64::INFINITY),
+                Via::Map(m, j) => (m.id(), Some(*j), m.to_set().total() as f64),
+                Via::MapAll(m) => (m.id(), None, m.to_set().total() as f64),
             };
-            let (key, count) = match &a.via {
-                Via::Global => continue,
-                Via::Direct => ((d.id, 0), n),
-                Via::Map(m, j) => {
-                    if maps.insert((m.id(), Some(*j))) {
-                        bytes += 4.0 * n;
-                    }
-                    ((d.id, m.id()), (m.to_set().total() as f64).min(n))
-                }
-                Via::MapAll(m) => {
-                    if maps.insert((m.id(), None)) {
-                        bytes += 4.0 * n * m.arity() as f64;
-                    }
-                    let reach = n * m.arity() as f64;
-                    ((d.id, m.id()), (m.to_set().total() as f64).min(reach))
-                }
+            let per = match &a.via {
+                Via::MapAll(m) => m.arity() as f64,
+                Via::Global | Via::Direct | Via::Map(..) => 1.0,
             };
-            if seen.insert(key) {
-                bytes += both * count * value;
+            if map != 0 && maps.insert((map, idx)) {
+                bytes += 4.0 * n * per;
             }
+            let p = paths
+                .entry((d.id, map))
+                .or_insert((value, n, reach, HashSet::new(), false));
+            p.1 = p.1.max(n * per);
+            p.3.insert(idx);
+            p.4 |= both;
         }
+    }
+    for (value, n, reach, idx, both) in paths.values() {
+        let count = (n * idx.len() as f64).min(*reach);
+        bytes += if *both { 2.0 } else { 1.0 } * count * value;
     }
     bytes
 }
@@ -134,14 +136,23 @@ pub(super) fn start(
     });
 }
 
-/// Takes in the timestamps that have arrived (natively it waits for all of them; in the
-/// browser those not there yet wait for a later call): the Stats, the profile and the tuner.
-pub(crate) fn collect(ctx: &Engine) {
+/// Takes in the timestamps that have arrived into the Stats, the profile and the tuner. With
+/// `wait` (what a user reads: `stats()`, `tuning()`, the table, the timeline) it waits for
+/// all of them natively; a force only takes what is there, so that profiling does not make
+/// each submission wait for the previous one. In the browser nothing is waited for: the rest
+/// arrives for a later call.
+pub(crate) fn collect(ctx: &Engine, wait: bool) {
     if ctx.pending_times.borrow().is_empty() {
         return;
     }
     #[cfg(not(target_arch = "wasm32"))]
-    let _ = ctx.gpu.device.poll(wgpu::PollType::wait_indefinitely());
+    let _ = ctx.gpu.device.poll(if wait {
+        wgpu::PollType::wait_indefinitely()
+    } else {
+        wgpu::PollType::Poll
+    });
+    #[cfg(target_arch = "wasm32")]
+    let _ = wait;
     let pending = std::mem::take(&mut *ctx.pending_times.borrow_mut());
     let period = ctx.gpu.queue.get_timestamp_period() as f64;
     let mut waiting = Vec::new();

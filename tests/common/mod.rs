@@ -10,6 +10,15 @@ pub fn ctx() -> Context {
 }
 
 pub fn ctx_with(config: Config) -> Context {
+    // `tune` keeps no choices between test runs (the user's cache would make a run depend on
+    // the last), unless a test names a file.
+    let config = match config.tune_cache {
+        parloop::TuneCache::User => Config {
+            tune_cache: parloop::TuneCache::Off,
+            ..config
+        },
+        parloop::TuneCache::Off | parloop::TuneCache::File(_) => config,
+    };
     Context::with_config(config).unwrap_or_else(|e| panic!("no adapter for the tests: {e}"))
 }
 

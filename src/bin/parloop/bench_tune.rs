@@ -17,7 +17,7 @@ pub fn warm(ctx: &Context, mut step: impl FnMut() -> Res<()>) -> Res<usize> {
     let trials = |ctx: &Context| -> usize {
         ctx.tuning()
             .iter()
-            .flat_map(|r| r.tried.iter().map(|t| t.2))
+            .flat_map(|r| r.tried.iter().map(|t| t.timed))
             .sum()
     };
     for k in 1..=2000 {

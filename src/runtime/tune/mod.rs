@@ -15,16 +15,21 @@
 //! a per-group choice) and groups where nothing races or only integers do (their schedule is
 //! fixed).
 
+mod cache;
+mod report;
+
+pub(crate) use report::describe;
+pub use report::{Tried, TuneReport};
+
 use super::lower::{Choice, racing_types};
 use crate::codegen::strategy::{self, Request, Schedule};
 use crate::config::{Strategy, TuneCache, Variant};
 use crate::data::{IterSpace, Via};
 use crate::fuse::Group;
 use crate::types::DType;
-use serde::{Deserialize, Serialize};
+use cache::{Cache, Stored};
 use std::collections::HashMap;
 use std::fmt::Write;
-use std::path::PathBuf;
 
 /// Workgroup sizes tried for the fastest strategy.
 const WORKGROUP_SIZES: [u32; 3] = [64, 128, 256];
@@ -33,7 +38,7 @@ const WORKGROUP_SIZES: [u32; 3] = [64, 128, 256];
 /// again (on llvmpipe a staged hierarchical group can take seconds where atomics take ms).
 const PRUNE: f64 = 4.0;
 
-/// A timed execution: the group's key and the candidate it ran.
+/// An execution `choice` gave: the group's instance key and the candidate it ran.
 pub(crate) type Trial = (String, usize);
 
 /// One way to run a group.
@@ -49,51 +54,19 @@ impl Candidate {
     }
 }
 
-/// What `tune` tried for one loop group and what it chose ([`crate::Context::tuning`]).
-#[derive(Clone, Debug, PartialEq)]
-pub struct TuneReport {
-    /// The group's kernels, joined by `+`.
-    pub group: String,
-    /// Positions (iterations) of the group when it was first tuned.
-    pub positions: usize,
-    /// Each candidate tried ("global-colour, workgroup 64"), the median of its timed
-    /// executions in ms (None until it has all of them) and how many it has (from the cache:
-    /// the time the cache recorded, and 0).
-    pub tried: Vec<(String, Option<f64>, usize)>,
-    /// The candidate kept, once every candidate has its executions.
-    pub chosen: Option<String>,
-    /// The choice came from the cache file (nothing was tried in this run).
-    pub from_cache: bool,
-    /// "GPU timestamps" or "wall clock".
-    pub timer: &'static str,
-}
-
-/// A choice as the cache file keeps it.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-struct Stored {
-    adapter: String,
-    key: String,
-    group: String,
-    strategy: String,
-    workgroup_size: u32,
-    ms: f64,
-}
-
-#[derive(Serialize, Deserialize, Default)]
-struct CacheFile {
-    version: u32,
-    choices: Vec<Stored>,
-}
-
 /// One group's tuning.
 struct Tuning {
     group: String,
     positions: usize,
+    /// The key the cache keeps the choice under (the instance key adds the Maps and Sets).
+    file_key: String,
     candidates: Vec<Candidate>,
     /// Timed executions (ns) of each candidate.
     samples: Vec<Vec<f64>>,
-    /// Candidates left out after a first execution far slower than the fastest (`PRUNE`).
+    /// Left out after a first execution far slower than the fastest (`PRUNE`).
     pruned: Vec<bool>,
+    /// Cannot run this group (lowering or encoding refused it).
+    rejected: Vec<bool>,
     /// The workgroup sizes were added (second stage).
     sizes_added: bool,
     /// Next candidate, round-robin.
@@ -112,28 +85,43 @@ impl Tuning {
         Some(s[s.len() / 2])
     }
     fn done(&self, c: usize, reps: usize) -> bool {
-        self.pruned[c] || self.samples[c].len() >= reps
+        self.pruned[c] || self.rejected[c] || self.samples[c].len() >= reps
     }
     fn best(&self) -> Option<usize> {
         (0..self.candidates.len())
-            .filter(|&c| !self.pruned[c])
+            .filter(|&c| !self.pruned[c] && !self.rejected[c])
             .filter_map(|c| self.median(c).map(|m| (c, m)))
             .min_by(|a, b| a.1.total_cmp(&b.1))
             .map(|(c, _)| c)
+    }
+    /// Prunes against the fastest execution of the candidates that can run.
+    fn prune(&mut self) {
+        let runs = |c: usize| !self.rejected[c];
+        let first = |c: usize| {
+            self.samples[c]
+                .iter()
+                .copied()
+                .fold(f64::INFINITY, f64::min)
+        };
+        let fastest = (0..self.candidates.len())
+            .filter(|&c| runs(c))
+            .map(first)
+            .fold(f64::INFINITY, f64::min);
+        for c in 0..self.candidates.len() {
+            self.pruned[c] = runs(c) && first(c).is_finite() && first(c) > PRUNE * fastest;
+        }
     }
 }
 
 /// The tuner of one Context (`Some` in the engine when the strategy is `tune`).
 pub(crate) struct Tuner {
     adapter: String,
-    file: Option<PathBuf>,
     reps: usize,
     workgroup_max: u32,
     gpu_timer: bool,
+    /// By instance key: a group over given Maps and Sets.
     groups: HashMap<String, Tuning>,
-    stored: Vec<Stored>,
-    /// The cache file could not be read or written (said once).
-    pub warning: Option<String>,
+    cache: Cache,
 }
 
 impl Tuner {
@@ -141,89 +129,55 @@ impl Tuner {
         let file = match cache {
             TuneCache::Off => None,
             TuneCache::File(p) => Some(p.clone()),
-            TuneCache::User => user_cache_file(),
+            TuneCache::User => cache::user_cache_file(),
         };
-        let mut t = Tuner {
+        let (cache, warning) = Cache::open(file);
+        if let Some(w) = warning {
+            log::warn!("parloop tune cache: {w}");
+        }
+        Tuner {
             adapter,
-            file,
             reps: reps.max(1),
             workgroup_max: wg_max,
             gpu_timer: gpu,
             groups: HashMap::new(),
-            stored: Vec::new(),
-            warning: None,
-        };
-        if let Some(f) = t.file.clone() {
-            match std::fs::read_to_string(&f) {
-                Ok(text) => {
-                    if let Err(e) = t.load_json(&text) {
-                        t.warn(format!("{}: {e}; tuning again", f.display()));
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => t.warn(format!("cannot read {}: {e}; tuning again", f.display())),
-            }
+            cache,
         }
-        t
     }
 
-    fn warn(&mut self, m: String) {
-        log::warn!("parloop tune cache: {m}");
-        self.warning.get_or_insert(m);
-    }
-
-    /// Adds the choices of a cache (the file's JSON, or the page's storage).
+    /// Adds the choices of a cache's JSON (the file's, or the page's storage).
     pub fn load_json(&mut self, text: &str) -> Result<(), String> {
-        let f: CacheFile =
-            serde_json::from_str(text).map_err(|e| format!("not a parloop tune cache ({e})"))?;
-        if f.version != 1 {
-            return Err(format!(
-                "cache version {} (this parloop writes 1)",
-                f.version
-            ));
-        }
-        for s in f.choices {
-            self.stored
-                .retain(|o| !(o.adapter == s.adapter && o.key == s.key));
-            self.stored.push(s);
-        }
-        Ok(())
+        self.cache.load(text)
     }
 
     /// Every choice known (this adapter's and others' from the file), as the cache's JSON.
     pub fn to_json(&self) -> String {
-        let f = CacheFile {
-            version: 1,
-            choices: self.stored.clone(),
-        };
-        serde_json::to_string_pretty(&f).expect("plain data")
+        self.cache.to_json()
     }
 
     /// Whether `g`'s next execution would be timed to compare candidates.
     pub fn trying(&self, g: &Group, base: &Choice) -> bool {
-        let Some((key, _)) = signature(g, base) else {
+        let Some(sig) = signature(g, base) else {
             return false;
         };
-        match self.groups.get(&key) {
+        match self.groups.get(&sig.instance) {
             Some(t) => t.chosen.is_none(),
-            None => !self
-                .stored
-                .iter()
-                .any(|s| s.adapter == self.adapter && s.key == key),
+            None => self.cache.find(&self.adapter, &sig.file).is_none(),
         }
     }
 
-    /// The knobs `g` runs with now, and the trial (its key and candidate) when this execution
-    /// is to be timed.
-    pub fn choice(&mut self, g: &Group, base: &Choice) -> (Choice, Option<Trial>) {
-        let Some((key, racing)) = signature(g, base) else {
+    /// The knobs `g` runs with now, and what ran: the trial to time, or (untimed) the
+    /// candidate chosen, so that a choice that cannot run can be dropped.
+    pub fn choice(&mut self, g: &Group, base: &Choice) -> (Choice, Option<(Trial, bool)>) {
+        let Some(sig) = signature(g, base) else {
             return (*base, None);
         };
-        if !self.groups.contains_key(&key) {
-            let t = self.start(g, base, &key, &racing);
-            self.groups.insert(key.clone(), t);
+        if !self.groups.contains_key(&sig.instance) {
+            let t = self.start(g, base, &sig);
+            self.groups.insert(sig.instance.clone(), t);
         }
-        let t = self.groups.get_mut(&key).expect("inserted");
+        let reps = self.reps;
+        let t = self.groups.get_mut(&sig.instance).expect("inserted");
         let with = |c: Candidate| Choice {
             strategy: c.variant.strategy,
             staging: c.variant.staging,
@@ -231,34 +185,32 @@ impl Tuner {
             ..*base
         };
         if let Some(c) = t.chosen {
-            return (with(t.candidates[c]), None);
+            return (with(t.candidates[c]), Some(((sig.instance, c), false)));
         }
         // The candidate with the fewest samples, round-robin among equals.
         let n = t.candidates.len();
-        let open = |c: &usize| !t.done(*c, self.reps);
-        let least = (0..n)
-            .filter(open)
-            .map(|c| t.samples[c].len())
-            .min()
-            .unwrap_or(0);
-        let Some(c) = (0..n)
-            .map(|k| (t.next + k) % n)
-            .filter(open)
-            .find(|&c| t.samples[c].len() == least)
-        else {
+        let open = |c: &usize| !t.done(*c, reps);
+        let least = (0..n).filter(open).map(|c| t.samples[c].len()).min();
+        let pick = least.and_then(|least| {
+            (0..n)
+                .map(|k| (t.next + k) % n)
+                .filter(open)
+                .find(|&c| t.samples[c].len() == least)
+        });
+        let Some(c) = pick else {
             // Every candidate has run; their times are still on their way (the browser reads
             // timestamps later): the best so far runs, untimed.
             let b = t
                 .best()
-                .or_else(|| (0..n).find(|&k| !t.pruned[k]))
+                .or_else(|| (0..n).find(|&k| !t.rejected[k]))
                 .unwrap_or(0);
-            return (with(t.candidates[b]), None);
+            return (with(t.candidates[b]), Some(((sig.instance, b), false)));
         };
         t.next = (c + 1) % n;
-        (with(t.candidates[c]), Some((key, c)))
+        (with(t.candidates[c]), Some(((sig.instance, c), true)))
     }
 
-    fn start(&self, g: &Group, base: &Choice, key: &str, racing: &[DType]) -> Tuning {
+    fn start(&self, g: &Group, base: &Choice, sig: &Signature) -> Tuning {
         let mut schedules: Vec<Schedule> = Vec::new();
         let mut candidates = Vec::new();
         for v in Variant::available(base.float_atomics).filter(|v| v.strategy != Strategy::Tune) {
@@ -268,7 +220,7 @@ impl Tuner {
                 float_atomics: base.float_atomics,
                 cpu_adapter: base.cpu_adapter,
             };
-            if let Ok(s) = strategy::choose(&req, racing) {
+            if let Ok(s) = strategy::choose(&req, &sig.racing) {
                 if !schedules.contains(&s) {
                     schedules.push(s);
                     candidates.push(Candidate {
@@ -278,22 +230,21 @@ impl Tuner {
                 }
             }
         }
+        let n = candidates.len();
         let mut t = Tuning {
             group: names(g),
             positions: g.loops[0].space.len(),
-            samples: vec![Vec::new(); candidates.len()],
-            pruned: vec![false; candidates.len()],
+            file_key: sig.file.clone(),
+            samples: vec![Vec::new(); n],
+            pruned: vec![false; n],
+            rejected: vec![false; n],
             candidates,
             sizes_added: false,
             next: 0,
             chosen: None,
             from_cache: false,
         };
-        let cached = self
-            .stored
-            .iter()
-            .find(|s| s.adapter == self.adapter && s.key == key);
-        if let Some(s) = cached {
+        if let Some(s) = self.cache.find(&self.adapter, &sig.file) {
             let v = t
                 .candidates
                 .iter()
@@ -301,13 +252,12 @@ impl Tuner {
                 .map(|c| c.variant);
             let size_ok = (1..=self.workgroup_max).contains(&s.workgroup_size);
             if let Some(variant) = v.filter(|_| size_ok && s.ms.is_finite()) {
-                let c = Candidate {
+                t.candidates = vec![Candidate {
                     variant,
                     workgroup_size: s.workgroup_size,
-                };
-                t.candidates = vec![c];
+                }];
                 t.samples = vec![vec![s.ms * 1e6]];
-                t.pruned = vec![false];
+                (t.pruned, t.rejected) = (vec![false], vec![false]);
                 t.chosen = Some(0);
                 t.from_cache = true;
             }
@@ -321,22 +271,11 @@ impl Tuner {
         let Some(t) = self.groups.get_mut(key) else {
             return;
         };
-        if t.chosen.is_some() || *c >= t.candidates.len() || !ns.is_finite() {
+        if t.chosen.is_some() || *c >= t.candidates.len() || !ns.is_finite() || t.rejected[*c] {
             return;
         }
         t.samples[*c].push(ns);
-        let fastest = t
-            .samples
-            .iter()
-            .flatten()
-            .copied()
-            .fold(f64::INFINITY, f64::min);
-        for k in 0..t.candidates.len() {
-            let first = t.samples[k].iter().copied().fold(f64::INFINITY, f64::min);
-            if first.is_finite() && first > PRUNE * fastest {
-                t.pruned[k] = true;
-            }
-        }
+        t.prune();
         self.settle(key);
     }
 
@@ -362,8 +301,10 @@ impl Tuner {
                 })
                 .collect();
             if !more.is_empty() {
-                t.samples.extend(more.iter().map(|_| Vec::new()));
-                t.pruned.extend(more.iter().map(|_| false));
+                let k = more.len();
+                t.samples.extend(std::iter::repeat_n(Vec::new(), k));
+                t.pruned.extend(std::iter::repeat_n(false, k));
+                t.rejected.extend(std::iter::repeat_n(false, k));
                 t.candidates.extend(more);
                 return;
             }
@@ -371,20 +312,22 @@ impl Tuner {
         t.chosen = Some(best);
         let s = Stored {
             adapter: self.adapter.clone(),
-            key: key.to_string(),
+            key: t.file_key.clone(),
             group: t.group.clone(),
             strategy: t.candidates[best].variant.name().to_string(),
             workgroup_size: t.candidates[best].workgroup_size,
             ms: t.median(best).unwrap_or(0.0) / 1e6,
         };
-        self.stored
-            .retain(|o| !(o.adapter == s.adapter && o.key == s.key));
-        self.stored.push(s);
-        self.save();
+        if let Err(e) = self.cache.choose(s) {
+            log::warn!("parloop tune cache: {e}");
+        }
     }
 
-    /// The candidate of `trial` cannot run its group (`why`): it is left out. False when no
-    /// candidate that can is left.
+    /// The candidate that ran `trial` cannot run its group (`why`): it is left out, and a
+    /// choice of it (made here, or read from the cache) is dropped. True when the group
+    /// should be lowered again (another candidate is left); false when none can run it,
+    /// which forgets the group's tuning (a later execution starts afresh) and leaves the
+    /// error to the caller.
     pub fn reject(&mut self, (key, c): &Trial, why: &str) -> bool {
         let Some(t) = self.groups.get_mut(key) else {
             return false;
@@ -397,50 +340,24 @@ impl Tuner {
             t.candidates[*c].label(),
             t.group
         );
-        t.pruned[*c] = true;
+        t.rejected[*c] = true;
         t.samples[*c].clear();
-        if (0..t.candidates.len()).all(|k| t.pruned[k]) {
-            return false;
+        if t.chosen == Some(*c) {
+            t.chosen = None;
+            self.cache.drop_choice(&self.adapter, &t.file_key);
+        }
+        t.prune();
+        let cached = t.from_cache;
+        if (0..t.candidates.len()).all(|k| t.rejected[k]) {
+            // A bad choice from the cache: tune afresh. Otherwise nothing can run the group.
+            self.groups.remove(key);
+            return cached;
         }
         self.settle(key);
         true
     }
 
-    /// Writes the cache file: the file's choices as they are now, with this run's on top.
-    fn save(&mut self) {
-        let Some(f) = self.file.clone() else { return };
-        let mut merged = Tuner {
-            groups: HashMap::new(),
-            stored: Vec::new(),
-            warning: None,
-            file: None,
-            adapter: String::new(),
-            ..*self
-        };
-        if let Ok(text) = std::fs::read_to_string(&f) {
-            let _ = merged.load_json(&text);
-        }
-        let mine = self.stored.clone();
-        for s in mine {
-            merged
-                .stored
-                .retain(|o| !(o.adapter == s.adapter && o.key == s.key));
-            merged.stored.push(s);
-        }
-        self.stored = merged.stored;
-        let tmp = f.with_extension(format!("tmp{}", std::process::id()));
-        let written = f
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|_| std::fs::write(&tmp, self.to_json()))
-            .and_then(|_| std::fs::rename(&tmp, &f));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            self.warn(format!("cannot write {}: {e}", f.display()));
-        }
-    }
-
-    /// What was tried and chosen, per group, in the order first seen.
+    /// What was tried and chosen, per group.
     pub fn report(&self) -> Vec<TuneReport> {
         let mut r: Vec<TuneReport> = self
             .groups
@@ -449,12 +366,21 @@ impl Tuner {
                 group: t.group.clone(),
                 positions: t.positions,
                 tried: (0..t.candidates.len())
-                    .map(|c| {
+                    .map(|c| Tried {
+                        candidate: t.candidates[c].label(),
+                        ms: t
+                            .median(c)
+                            .filter(|_| t.done(c, self.reps) || t.from_cache)
+                            .map(|ns| ns / 1e6),
                         // A choice from the cache was not timed in this run.
-                        let n = if t.from_cache { 0 } else { t.samples[c].len() };
-                        let done = t.done(c, self.reps) || t.from_cache;
-                        let ms = t.median(c).filter(|_| done).map(|ns| ns / 1e6);
-                        (t.candidates[c].label(), ms, n)
+                        timed: if t.from_cache { 0 } else { t.samples[c].len() },
+                        left_out: if t.rejected[c] {
+                            Some("cannot run this group")
+                        } else if t.pruned[c] {
+                            Some("4x slower than the fastest")
+                        } else {
+                            None
+                        },
                     })
                     .collect(),
                 chosen: t.chosen.map(|c| t.candidates[c].label()),
@@ -471,44 +397,6 @@ impl Tuner {
     }
 }
 
-/// `explain()`'s lines for the tuning so far.
-pub(crate) fn describe(reports: &[TuneReport]) -> String {
-    let mut s = String::new();
-    for r in reports {
-        let _ = write!(
-            s,
-            "tune `{}` ({} positions, {}): ",
-            r.group, r.positions, r.timer
-        );
-        if r.from_cache {
-            let _ = writeln!(
-                s,
-                "{} from the cache",
-                r.chosen.as_deref().unwrap_or("nothing")
-            );
-            continue;
-        }
-        let tried: Vec<String> = r
-            .tried
-            .iter()
-            .map(|(c, ms, n)| match ms {
-                Some(ms) => format!("{c} {ms:.3} ms"),
-                None => format!("{c} ({n} timed)"),
-            })
-            .collect();
-        let _ = writeln!(
-            s,
-            "tried {}; {}",
-            tried.join(", "),
-            match &r.chosen {
-                Some(c) => format!("chose {c}"),
-                None => "still trying".to_string(),
-            }
-        );
-    }
-    s
-}
-
 fn names(g: &Group) -> String {
     g.loops
         .iter()
@@ -517,17 +405,28 @@ fn names(g: &Group) -> String {
         .join("+")
 }
 
-/// A group's key (its kernels' sources, arguments, layout, checking and size class) and its
-/// racing types, or None when nothing would be tuned (no float races).
-fn signature(g: &Group, base: &Choice) -> Option<(String, Vec<DType>)> {
+/// A group's keys: `file` (its kernels' sources, arguments, layout, checking and size class:
+/// what the cache keeps a choice under) and `instance` (with its Sets, Maps and positions:
+/// one tuning per group instance in a run), and its racing types.
+struct Signature {
+    file: String,
+    instance: String,
+    racing: Vec<DType>,
+}
+
+/// The group's signature, or None when nothing would be tuned (no float races, or no
+/// positions).
+fn signature(g: &Group, base: &Choice) -> Option<Signature> {
     let racing = racing_types(g);
-    if !racing.iter().any(|t| matches!(t, DType::F32 | DType::F64)) {
+    let positions = g.loops[0].space.len();
+    if positions == 0 || !racing.iter().any(|t| matches!(t, DType::F32 | DType::F64)) {
         return None;
     }
     let mut s = format!(
         "soa {} check {} block {:?} balance {}\n",
         base.soa, base.check, base.block_size, base.balance
     );
+    let mut ids = String::new();
     for lp in &g.loops {
         let _ = writeln!(
             s,
@@ -543,7 +442,8 @@ fn signature(g: &Group, base: &Choice) -> Option<(String, Vec<DType>)> {
             IterSpace::Owned(_, _) => "owned",
         };
         let _ = writeln!(s, "{space}");
-        for a in &lp.args {
+        let _ = write!(ids, "{} {}:", lp.space.set().id(), lp.space.len());
+        for (k, a) in lp.args.iter().enumerate() {
             let via = match &a.via {
                 Via::Direct => "direct".to_string(),
                 Via::Map(m, j) => format!("map {} [{j}]", m.arity()),
@@ -551,15 +451,24 @@ fn signature(g: &Group, base: &Choice) -> Option<(String, Vec<DType>)> {
                 Via::Global => "global".to_string(),
             };
             let _ = writeln!(s, "{:?} {:?} {} {via}", a.access, a.data.dtype, a.data.dim);
+            // Maps make plans differ; Dats only by aliasing (a Dat made anew each step must
+            // not restart the tuning).
+            let map = a.map().map_or(0, |m| m.id());
+            let alias = lp
+                .args
+                .iter()
+                .position(|o| o.data.id == a.data.id)
+                .unwrap_or(k);
+            let _ = write!(ids, " {alias}/{map}");
         }
     }
-    let class = g.loops[0]
-        .space
-        .len()
-        .max(1)
-        .next_power_of_two()
-        .trailing_zeros();
-    Some((format!("{:016x}-{class}", fnv1a(s.as_bytes())), racing))
+    let class = positions.next_power_of_two().trailing_zeros();
+    let file = format!("{:016x}-{class}", fnv1a(s.as_bytes()));
+    Some(Signature {
+        instance: format!("{file} {ids}"),
+        file,
+        racing,
+    })
 }
 
 /// FNV-1a, 64 bits: a hash that stays the same across builds (the cache file keeps it).
@@ -567,12 +476,4 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
-}
-
-/// `parloop/tune.json` in the user's cache directory (none in the browser).
-fn user_cache_file() -> Option<PathBuf> {
-    #[cfg(not(target_arch = "wasm32"))]
-    return dirs::cache_dir().map(|d| d.join("parloop").join("tune.json"));
-    #[cfg(target_arch = "wasm32")]
-    None
 }
