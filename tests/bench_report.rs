@@ -3,11 +3,12 @@
 
 use std::process::Command;
 
-const SECTIONS: [(&str, usize); 8] = [
+const SECTIONS: [(&str, usize); 9] = [
     // (heading, table rows at least)
     ("## Copy bandwidth", 0),
     ("## Strategies: a triangle mesh", 6),
     ("## Strategies: Airfoil's res_calc", 6),
+    ("## Strategies: the wave", 6),
     ("## Data layout", 2),
     ("## Fusion and lazy evaluation", 3),
     ("## The wave", 3),
@@ -72,4 +73,10 @@ fn the_tiny_benchmark_report_has_every_table_with_positive_numbers() {
         }
     }
     assert!(report.contains("fused / unfused: "), "{report}");
+    // `tune` beside the fixed strategies in the three strategy tables, saying what it chose.
+    assert_eq!(report.matches("| tune (measured): ").count(), 3, "{report}");
+    assert!(
+        report.contains("workgroup") && report.contains("tuned in"),
+        "{report}"
+    );
 }
