@@ -142,7 +142,7 @@ fn tune_tries_every_strategy_keeps_the_fastest_and_a_second_run_starts_from_the_
     }
     assert_eq!(r.tried.len(), strategies.len() + 2, "{r:?}");
     // Each has a positive median of its timed executions (all `reps` of them, or fewer for a
-    // candidate left out after running 4 times slower than the fastest); the kept one has the
+    // candidate left out after running 4 times slower than the best median); the kept one has the
     // lowest.
     for t in &r.tried {
         let ok = t.timed >= 1 && t.timed <= reps && t.ms.is_some_and(|m| m > 0.0);

@@ -5,7 +5,8 @@
 // README.md. Usage:
 //   (cd /tmp/ss && npm install speedscope@1.25.0)
 //   node web/test/trace-screenshot.mjs TRACE.json OUT.png --speedscope /tmp/ss/node_modules/speedscope \
-//     [--track host|GPU|halo] [--rank R] [--width 1400 --height 700]
+//     [--track host|GPU|halo|host,halo] [--rank R] [--tail FRACTION] [--width 1400 --height 700]
+// --tail 0.2 keeps the last fifth of the run (a steady iteration rather than the start-up).
 import { chromium } from "playwright-core";
 import fs from "node:fs";
 import os from "node:os";
@@ -23,12 +24,23 @@ if (!trace || !out || !viewer) {
   console.error("usage: trace-screenshot.mjs TRACE.json OUT.png --speedscope DIR [--track host] [--rank 0]");
   process.exit(2);
 }
-// speedscope shows one thread at a time: keep the asked track (and rank) only.
+// speedscope shows one thread at a time: keep the asked tracks (and rank), as one thread (the
+// halo track's spans run inside the host's forces, so they nest there).
 const track = flag("track", "host");
 const rank = Number(flag("rank", "0"));
 const json = JSON.parse(fs.readFileSync(trace, "utf8"));
-const tid = json.traceEvents.find((e) => e.ph === "M" && e.name === "thread_name" && e.args.name === track)?.tid;
-const events = json.traceEvents.filter((e) => e.pid === rank && e.ph === "X" && e.tid === tid);
+const tids = track.split(",").map((t) =>
+  json.traceEvents.find((e) => e.ph === "M" && e.name === "thread_name" && e.args.name === t)?.tid);
+let events = json.traceEvents
+  .filter((e) => e.pid === rank && e.ph === "X" && tids.includes(e.tid))
+  .map((e) => ({ ...e, tid: tids[0] }));
+const tail = Number(flag("tail", "1"));
+if (tail < 1 && events.length) {
+  const end = Math.max(...events.map((e) => e.ts + e.dur));
+  const start = Math.min(...events.map((e) => e.ts));
+  const from = end - tail * (end - start);
+  events = events.filter((e) => e.ts >= from);
+}
 if (!events.length) {
   console.error(`no spans on track ${track} of rank ${rank} in ${trace}`);
   process.exit(1);

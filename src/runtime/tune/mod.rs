@@ -34,7 +34,7 @@ use std::fmt::Write;
 /// Workgroup sizes tried for the fastest strategy.
 const WORKGROUP_SIZES: [u32; 3] = [64, 128, 256];
 
-/// A candidate whose fastest execution is this many times the fastest of any is not timed
+/// A candidate whose fastest execution is this many times the lowest median is not timed
 /// again (on llvmpipe a staged hierarchical group can take seconds where atomics take ms).
 const PRUNE: f64 = 4.0;
 
@@ -103,9 +103,10 @@ impl Tuning {
                 .copied()
                 .fold(f64::INFINITY, f64::min)
         };
+        // Against the lowest median, so that one lucky execution prunes nothing.
         let fastest = (0..self.candidates.len())
             .filter(|&c| runs(c))
-            .map(first)
+            .filter_map(|c| self.median(c))
             .fold(f64::INFINITY, f64::min);
         for c in 0..self.candidates.len() {
             self.pruned[c] = runs(c) && first(c).is_finite() && first(c) > PRUNE * fastest;
@@ -377,7 +378,7 @@ impl Tuner {
                         left_out: if t.rejected[c] {
                             Some("cannot run this group")
                         } else if t.pruned[c] {
-                            Some("4x slower than the fastest")
+                            Some("4x slower than the best")
                         } else {
                             None
                         },

@@ -14,7 +14,7 @@ pub struct Tried {
     /// Executions timed in this run.
     pub timed: usize,
     /// Why it stopped being tried before its executions were all timed: "4x slower than the
-    /// fastest" or "cannot run this group".
+    /// best" (its fastest execution over 4 times the lowest median) or "cannot run this group".
     pub left_out: Option<&'static str>,
 }
 
