@@ -53,13 +53,7 @@ impl Context {
         let rows = prof.rows.borrow().clone();
         let wall = prof.elapsed_s();
         let (rank, ranks) = (self.rank(), self.ranks());
-        let title = |r: usize| {
-            if ranks > 1 {
-                format!("parloop profile, rank {r} of {ranks}")
-            } else {
-                "parloop profile".to_string()
-            }
-        };
+        let title = |r: usize| title(r, ranks);
         if ranks == 1 {
             return Ok(table(&title(0), &rows, wall));
         }
@@ -115,6 +109,15 @@ impl Context {
     }
 }
 
+/// The heading of rank `rank`'s table.
+fn title(rank: usize, ranks: usize) -> String {
+    if ranks > 1 {
+        format!("parloop profile, rank {rank} of {ranks}")
+    } else {
+        "parloop profile".to_string()
+    }
+}
+
 /// `path` with `.rank<r>` before its extension (`run.json` -> `run.rank1.json`).
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn rank_path(path: &Path, rank: usize) -> std::path::PathBuf {
@@ -134,12 +137,8 @@ impl Drop for Inner {
         runtime::timing::collect(&self.engine, true);
         let prof = &self.engine.profiler;
         if self.config.profile_table && !prof.table_shown.get() {
-            let title = if ranks > 1 {
-                format!("parloop profile, rank {rank} of {ranks}")
-            } else {
-                "parloop profile".to_string()
-            };
-            eprint!("{}", table(&title, &prof.rows.borrow(), prof.elapsed_s()));
+            let (rows, wall) = (prof.rows.borrow(), prof.elapsed_s());
+            eprint!("{}", table(&title(rank, ranks), &rows, wall));
         }
         // In the browser there is no file: the page downloads `trace_json`.
         #[cfg(not(target_arch = "wasm32"))]

@@ -59,6 +59,9 @@ pub(crate) async fn run(ctx: &Engine, groups: &[Group], readback: &[Rc<DataInner
                 .any(|g| t.is_some_and(|t| t.trying(g, &ctx.choice)))
         };
         if !ctx.timestamps && (ctx.wall_profile || trying()) {
+            // Work submitted before (an earlier region or force) would be timed with the
+            // first group: the device starts idle.
+            ctx.wait_done().await;
             for g in &groups[i..j] {
                 let out = fetch(ctx, std::slice::from_ref(g), &[]).await?;
                 if let Some(t0) = out.submitted.filter(|_| out.encoded) {

@@ -119,12 +119,12 @@ pub(super) fn start(
     let timed = (0..groups.len())
         .filter(|&g| used[g])
         .map(|g| {
-            (
-                g,
-                label(&groups[g]),
-                group_bytes(&groups[g]),
-                trials[g].clone(),
-            )
+            // The label and bytes only for the profile (a tuning trial needs neither).
+            let (name, bytes) = match ctx.profile {
+                true => (label(&groups[g]), group_bytes(&groups[g])),
+                false => (String::new(), 0.0),
+            };
+            (g, name, bytes, trials[g].clone())
         })
         .collect();
     ctx.pending_times.borrow_mut().push(PendingTimes {

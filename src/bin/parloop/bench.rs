@@ -368,14 +368,24 @@ fn strategies_res_calc(r: &mut String, s: &Sizes, rows: &Rows, copy: f64, timing
     Ok(())
 }
 
-/// Steps/s of the wave at `n` with `config`, and dispatches and submissions per step.
-fn wave_rate(config: Config, n: usize, steps: usize) -> Res<(f64, f64, f64)> {
+/// Steps/s of the wave at `n` with `config`, dispatches and submissions per step, and the
+/// row's label (`label`; under `tune`, with what it chose: it is timed after it chose).
+pub(crate) fn wave_rate(
+    config: Config,
+    n: usize,
+    steps: usize,
+    label: &str,
+) -> Res<(f64, f64, f64, String)> {
     let err = |e: parloop::Error| e.to_string();
     let ctx = context(config)?;
     let mut w = Wave::new(&ctx, n, 0.0005).map_err(err)?;
     for _ in 0..10 {
         w.step().map_err(err)?;
     }
+    let tuned = crate::bench_tune::warm(&ctx, || {
+        w.step().map_err(err)?;
+        ctx.flush().map_err(err)
+    })?;
     let _ = w.p.data_ro().map_err(err)?;
     let before = ctx.stats();
     let t = Instant::now();
@@ -393,12 +403,13 @@ fn wave_rate(config: Config, n: usize, steps: usize) -> Res<(f64, f64, f64)> {
         steps as f64 / wall,
         per(st.dispatches - before.dispatches),
         per(st.submissions - before.submissions),
+        crate::bench_tune::label(&ctx, label, tuned),
     ))
 }
 
 /// Steps that take about a second at `n` (from a short run), at least 20.
 fn steps_for(n: usize) -> Res<usize> {
-    let (rate, _, _) = wave_rate(base()?, n, 10)?;
+    let (rate, ..) = wave_rate(base()?, n, 10, "")?;
     Ok((rate as usize).clamp(20, 2000) / 10 * 10)
 }
 
@@ -433,7 +444,7 @@ fn modes(r: &mut String, s: &Sizes) -> Res<()> {
     ];
     let mut rates = Vec::new();
     for (label, config) in rows {
-        let (rate, d, sub) = wave_rate(config, n, steps)?;
+        let (rate, d, sub, _) = wave_rate(config, n, steps, label)?;
         let _ = writeln!(r, "| {label} | {} | {} | {} |", sig(rate), sig(d), sig(sub));
         rates.push(rate);
     }
@@ -455,7 +466,7 @@ fn wave_sizes(r: &mut String, s: &Sizes) -> Res<()> {
     );
     for n in s.wave_ns {
         let steps = steps_for(n)?;
-        let (rate, _, _) = wave_rate(base()?, n, steps)?;
+        let (rate, ..) = wave_rate(base()?, n, steps, "")?;
         let _ = writeln!(
             r,
             "| {n} | {} | {} | {steps} | {} |",

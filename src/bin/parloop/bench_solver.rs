@@ -115,23 +115,24 @@ fn row<T: Real>(r: &mut String, n: usize, copy: f64) -> Res<()> {
     };
     let before = ctx.stats();
     let t = Instant::now();
+    // The columns before the solve's.
+    let head = format!(
+        "| {} | {} | {} | {} | {} | {} | {}% |",
+        T::DTYPE,
+        sp.nnz(),
+        sig(assembly),
+        sig(assembly_gbs),
+        sig(spmv),
+        sig(gbs),
+        sig(100.0 * gbs / copy),
+    );
     let rep = match cg(&ctx, &a, &b, &u, Some(&diagonal), &opts) {
         Ok(rep) => rep,
         Err(e) => {
-            let e = e.to_string().replace('\n', " ").replace('|', "/");
             // A solve that fails (f32 stalling short of 1e-8 on a large mesh) is a row that
             // says so, not the end of the report.
-            let _ = writeln!(
-                r,
-                "| {} | {} | {} | {} | {} | {} | {}% | failed: {e} | | | | | |",
-                T::DTYPE,
-                sp.nnz(),
-                sig(assembly),
-                sig(assembly_gbs),
-                sig(spmv),
-                sig(gbs),
-                sig(100.0 * gbs / copy),
-            );
+            let e = e.to_string().replace('\n', " ").replace('|', "/");
+            let _ = writeln!(r, "{head} failed: {e} | | | | | |");
             return Ok(());
         }
     };
@@ -141,14 +142,7 @@ fn row<T: Real>(r: &mut String, n: usize, copy: f64) -> Res<()> {
     let per = |a: u64, b: u64| sig((a - b) as f64 / its);
     let _ = writeln!(
         r,
-        "| {} | {} | {} | {} | {} | {} | {}% | {} | {} | {:.1e} | {} | {} | {} |",
-        T::DTYPE,
-        sp.nnz(),
-        sig(assembly),
-        sig(assembly_gbs),
-        sig(spmv),
-        sig(gbs),
-        sig(100.0 * gbs / copy),
+        "{head} {} | {} | {:.1e} | {} | {} | {} |",
         rep.iterations,
         sig(solve / its),
         rep.true_residual,

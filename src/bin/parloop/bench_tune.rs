@@ -1,11 +1,9 @@
 //! `tune` beside the fixed strategies: the warm-up that lets it settle before it is timed,
 //! what it chose (for the tables' rows), and the wave under every strategy.
 
-use crate::bench::{Res, base, context, sig};
-use parloop::apps::wave::Wave;
+use crate::bench::{Res, base, sig};
 use parloop::{Config, Context, Staging, Strategy};
 use std::fmt::Write;
-use std::time::Instant;
 
 /// Under `tune`, runs `step` until a step runs no trial (every group that recurs has chosen;
 /// a group seen once, such as the first step's fusion, keeps its one trial); at most 2000
@@ -73,32 +71,14 @@ pub fn wave_strategies(
          steps until it chose); the default run is `auto`.\n\n| strategy | steps/s |\n|---|---:|",
         2 * n * n
     );
-    let err = |e: parloop::Error| e.to_string();
     for &(_, row, strategy, staging) in rows {
-        let ctx = context(Config {
+        let config = Config {
             strategy,
             staging,
             ..base()?
-        })?;
-        let mut w = Wave::new(&ctx, n, 0.0005).map_err(err)?;
-        for _ in 0..10 {
-            w.step().map_err(err)?;
-        }
-        let tuned = warm(&ctx, || {
-            w.step().map_err(err)?;
-            ctx.flush().map_err(err)
-        })?;
-        let _ = w.p.data_ro().map_err(err)?;
-        let t = Instant::now();
-        for k in 1..=steps {
-            w.step().map_err(err)?;
-            if k % 10 == 0 {
-                ctx.flush().map_err(err)?;
-            }
-        }
-        let _ = w.p.data_ro().map_err(err)?;
-        let rate = steps as f64 / t.elapsed().as_secs_f64();
-        let _ = writeln!(r, "| {} | {} |", label(&ctx, row, tuned), sig(rate));
+        };
+        let (rate, _, _, label) = crate::bench::wave_rate(config, n, steps, row)?;
+        let _ = writeln!(r, "| {label} | {} |", sig(rate));
     }
     r.push('\n');
     Ok(())
