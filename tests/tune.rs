@@ -365,3 +365,36 @@ fn unusable_cache_entries_are_ignored() {
     }
     let _ = std::fs::remove_file(&file);
 }
+
+/// An error no candidate avoids (Consts grown over what a group carries) after the group has
+/// chosen leaves the cache file as it was: the rejections that follow do not walk the saved
+/// choice down to the slowest candidate.
+#[test]
+fn an_error_every_candidate_shares_leaves_the_cached_choice_alone() {
+    let file = cache_file("cascade");
+    let ctx = tuned(&file, 1);
+    ctx.constant("tab", [1f32].as_slice()).unwrap();
+    let (e, n) = (Set::new("e", 3000), Set::new("n", 500));
+    let m = random_map("m", &e, &n, 2, 5);
+    let a = ctx.dat_zeros::<f32>("a", &n, 1).unwrap();
+    let k = Kernel::new(
+        "k",
+        "fn k(x: ptr<function, array<f32, 1>>) { (*x)[0] += tab[0]; }",
+    );
+    for _ in 0..100 {
+        ctx.par_loop(&k, &e, &[a.at(&m, 0).inc()]).unwrap();
+        let _ = a.data_ro().unwrap();
+        if chosen(&ctx) {
+            break;
+        }
+    }
+    assert!(chosen(&ctx), "{:?}", ctx.tuning());
+    let before = std::fs::read_to_string(&file).unwrap();
+    ctx.constant("tab", vec![1f32; 5000].as_slice()).unwrap();
+    ctx.par_loop(&k, &e, &[a.at(&m, 0).inc()]).unwrap();
+    let err = a.data_ro().map(|_| ()).unwrap_err().to_string();
+    assert!(err.contains("Consts"), "{err}");
+    drop(ctx);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
+    let _ = std::fs::remove_file(&file);
+}

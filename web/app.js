@@ -127,7 +127,7 @@ async function interactive() {
       a.href = url;
       a.download = "parloop-trace.json";
       a.click();
-      URL.revokeObjectURL(url);
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
     };
   }
   $("run").onclick = () => {

@@ -43,7 +43,7 @@ impl Context {
     }
     /// The OP2-style table of the loop groups timed so far (with `Config::profile`,
     /// `profile_table` or `trace`): per group, calls, total and mean time, GB/s from the bytes
-    /// it moves (each value read or written counted once) and share of the run's wall time.
+    /// it moves (the model of `KernelTime::bytes`) and share of the run's wall time.
     /// On N ranks this is collective: rank 0 gets every rank's table and their sum, the other
     /// ranks their own.
     pub fn profile_table(&self) -> Result<String> {

@@ -67,7 +67,7 @@ pub(crate) async fn run(ctx: &Engine, groups: &[Group], readback: &[Rc<DataInner
                 if let Some(t0) = out.submitted.filter(|_| out.encoded) {
                     ctx.wait_done().await;
                     let ns = t0.elapsed().as_nanos() as f64;
-                    if ctx.profile {
+                    if ctx.wall_profile {
                         let (label, bytes) = (timing::label(g), timing::group_bytes(g));
                         timing::add_time(ctx, &mut ctx.rt.borrow_mut(), &label, bytes, t0, ns);
                     }

@@ -19,9 +19,9 @@ pub(super) struct Stored {
 }
 
 #[derive(Serialize, Deserialize, Default)]
-struct CacheFile {
+struct CacheFile<T> {
     version: u32,
-    choices: Vec<Stored>,
+    choices: Vec<T>,
 }
 
 /// The choices known: read at the start (file or page) and made in this run.
@@ -41,8 +41,10 @@ fn put(list: &mut Vec<Stored>, s: Stored) {
     list.push(s);
 }
 
+/// The choices of a cache's JSON; an entry that is not a choice is skipped (the others are
+/// kept), a text that is not a cache is an error.
 fn parse(text: &str) -> Result<Vec<Stored>, String> {
-    let f: CacheFile =
+    let f: CacheFile<serde_json::Value> =
         serde_json::from_str(text).map_err(|e| format!("not a parloop tune cache ({e})"))?;
     if f.version != 1 {
         return Err(format!(
@@ -50,7 +52,18 @@ fn parse(text: &str) -> Result<Vec<Stored>, String> {
             f.version
         ));
     }
-    Ok(f.choices)
+    Ok(f.choices
+        .into_iter()
+        .filter_map(|c| serde_json::from_value(c).ok())
+        .collect())
+}
+
+fn json(choices: &[Stored]) -> String {
+    let f = CacheFile {
+        version: 1,
+        choices: choices.to_vec(),
+    };
+    serde_json::to_string_pretty(&f).expect("plain data")
 }
 
 impl Cache {
@@ -91,11 +104,7 @@ impl Cache {
 
     /// Every choice known, as the cache's JSON.
     pub fn to_json(&self) -> String {
-        let f = CacheFile {
-            version: 1,
-            choices: self.stored.clone(),
-        };
-        serde_json::to_string_pretty(&f).expect("plain data")
+        json(&self.stored)
     }
 
     /// Keeps a choice made in this run, and writes the file.
@@ -134,12 +143,11 @@ impl Cache {
         for s in &self.mine {
             put(&mut merged, s.clone());
         }
-        for s in merged {
-            if self.find(&s.adapter, &s.key).is_none() {
-                self.stored.push(s);
-            }
+        // What the file holds now wins over what this run read at its start.
+        for s in &merged {
+            put(&mut self.stored, s.clone());
         }
-        write_atomically(&f, &self.to_json())
+        write_atomically(&f, &json(&merged))
             .map_err(|e| format!("cannot write {}: {e}", f.display()))
     }
 }

@@ -277,11 +277,13 @@ impl Tuner {
         }
         t.samples[*c].push(ns);
         t.prune();
-        self.settle(key);
+        self.settle(key, true);
     }
 
-    /// Once every candidate is done: the workgroup sizes for the best, or the choice.
-    fn settle(&mut self, key: &str) {
+    /// Once every candidate is done: the workgroup sizes for the best, or the choice (kept in
+    /// the cache when `keep`: not while candidates are being rejected, where an error no
+    /// candidate avoids would walk the choice down to the slowest).
+    fn settle(&mut self, key: &str, keep: bool) {
         let reps = self.reps;
         let Some(t) = self.groups.get_mut(key) else {
             return;
@@ -311,6 +313,9 @@ impl Tuner {
             }
         }
         t.chosen = Some(best);
+        if !keep {
+            return;
+        }
         let s = Stored {
             adapter: self.adapter.clone(),
             key: t.file_key.clone(),
@@ -345,7 +350,11 @@ impl Tuner {
         t.samples[*c].clear();
         if t.chosen == Some(*c) {
             t.chosen = None;
-            self.cache.drop_choice(&self.adapter, &t.file_key);
+            // A choice read from the cache that cannot run is dropped from it; one made in
+            // this run stays there (the error may not depend on the candidate).
+            if t.from_cache {
+                self.cache.drop_choice(&self.adapter, &t.file_key);
+            }
         }
         t.prune();
         let cached = t.from_cache;
@@ -354,7 +363,7 @@ impl Tuner {
             self.groups.remove(key);
             return cached;
         }
-        self.settle(key);
+        self.settle(key, false);
         true
     }
 
