@@ -136,6 +136,11 @@ impl Set {
     pub fn global_ids(&self) -> Option<&[u32]> {
         self.0.halo.as_ref().map(|h| &h.global[..])
     }
+    /// On a distributed run, the neighbours this set exchanges halo elements with, ascending
+    /// rank, with the local elements sent to and received from each (empty otherwise).
+    pub fn exchanges(&self) -> &[halo::Exchange] {
+        self.0.halo.as_ref().map_or(&[], |h| &h.exchanges[..])
+    }
     /// Elements of the whole set: on a distributed run, over all ranks; else `size()`.
     pub fn global_size(&self) -> usize {
         self.0.halo.as_ref().map_or(self.size(), |h| h.global_size)

@@ -17,13 +17,13 @@ use std::marker::PhantomData;
 
 /// A global set declared for distribution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GlobalSet(usize);
+pub struct GlobalSet(pub(crate) usize);
 /// A global map declared for distribution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GlobalMap(usize);
+pub struct GlobalMap(pub(crate) usize);
 /// A global Dat declared for distribution.
 #[derive(Debug)]
-pub struct GlobalDat<T>(usize, PhantomData<T>);
+pub struct GlobalDat<T>(pub(crate) usize, pub(crate) PhantomData<T>);
 impl<T> Clone for GlobalDat<T> {
     fn clone(&self) -> Self {
         *self
@@ -39,8 +39,13 @@ pub enum Partitioner {
     /// The owner rank of every element of the primary set, as the user computed it.
     Owners(Vec<u32>),
     /// METIS's multilevel k-way partitioning of the primary set's dual graph (elements joined
-    /// when they share a map target); needs the `mpi` feature on more than one rank.
+    /// when they share a map target), computed on rank 0 from the global graph; needs the
+    /// `mpi` feature on more than one rank. Not for a mesh read in blocks (no rank holds the
+    /// graph): use `Scotch`.
     KWay,
+    /// PT-Scotch's parallel partitioning of the same dual graph, which stays distributed in
+    /// blocks over the ranks; needs the `ptscotch` feature on more than one rank.
+    Scotch,
 }
 
 struct DatDecl {
@@ -91,6 +96,8 @@ pub struct Distributed {
     sets: Vec<Set>,
     maps: Vec<Map>,
     dats: Vec<Option<std::rc::Rc<crate::data::DataInner>>>,
+    map_names: Vec<String>,
+    dat_names: Vec<(String, crate::types::DType)>,
     /// Per set: (name, global size, [core, owned, exec halo, non-exec halo] on this rank).
     pub sizes: Vec<(String, usize, [usize; 4])>,
     /// Edges of the primary set's dual graph cut by the partition (all ranks together).
@@ -247,6 +254,23 @@ impl Distribution {
                     "Partitioner::KWay needs parloop's `mpi` feature (METIS)".into(),
                 ));
             }
+            Partitioner::Scotch => {
+                // The global graph cut into the ranks' blocks, partitioned by PT-Scotch, and
+                // every block's parts sent to every rank.
+                let n = sizes[primary.0].1;
+                let r = super::rendezvous::block_start(n, ranks, rank as usize)
+                    ..super::rendezvous::block_start(n, ranks, rank as usize + 1);
+                let (a, b) = (xadj[r.start] as usize, xadj[r.end] as usize);
+                let local_xadj: Vec<u32> = xadj[r.clone()]
+                    .iter()
+                    .chain(std::iter::once(&xadj[r.end]))
+                    .map(|&x| x - a as u32)
+                    .collect();
+                let mine = scotch_part(&self.ctx, &local_xadj, &adjncy[a..b])?;
+                let what = "sending PT-Scotch's partition to every rank";
+                let all = self.ctx.comm().all_to_all(&vec![mine; ranks], what);
+                all.concat()
+            }
         };
         let edge_cut = if owners0.len() == xadj.len() - 1 {
             super::edge_cut(&xadj, &adjncy, &owners0)
@@ -257,34 +281,17 @@ impl Distribution {
             .map_err(|e| Error::Data(format!("distributing the mesh: {e}")))?;
         let part = local_part(&sizes, &specs, &owners, rank);
         let shared = super::shared_sets(sizes.len(), &specs, &owners);
-        let sets: Vec<Set> = part
-            .sets
-            .iter()
-            .zip(&part.exchanges)
-            .zip(&sizes)
-            .enumerate()
-            .map(|(k, ((ls, ex), &(name, global_size)))| {
-                Set::distributed(
-                    name,
-                    ls.sections,
-                    Halo {
-                        global: ls.global.clone(),
-                        global_size,
-                        exchanges: ex.clone(),
-                        shared: shared[k],
-                    },
-                )
-            })
-            .collect();
         let maps = self
             .maps
             .iter()
-            .zip(part.maps)
-            .map(|((name, from, to, arity, values), local)| {
-                let injective = crate::data::injectivity(values, *arity, sizes[*to].1);
-                Map::distributed(name, &sets[*from], &sets[*to], *arity, local, injective)
+            .map(|(name, from, to, arity, values)| MapDecl {
+                name: name.clone(),
+                from: *from,
+                to: *to,
+                arity: *arity,
+                injective: crate::data::injectivity(values, *arity, sizes[*to].1),
             })
-            .collect::<Result<Vec<Map>>>()?;
+            .collect();
         let dats = self
             .dats
             .iter()
@@ -295,32 +302,149 @@ impl Distribution {
                 for &e in g {
                     words.extend_from_slice(&d.words[e as usize * w..(e as usize + 1) * w]);
                 }
-                Ok(Some(self.ctx.dat_words(
-                    &d.name,
-                    &sets[d.set],
-                    d.dim,
-                    d.dtype,
-                    words,
-                )))
+                (d.name.clone(), d.set, d.dim, d.dtype, words)
             })
-            .collect::<Result<Vec<_>>>()?;
-        let out_sizes = sets
-            .iter()
-            .zip(&self.sets)
-            .map(|(s, (n, g))| (n.clone(), *g, s.sections().counts()))
             .collect();
-        Ok(Distributed {
-            sets,
-            maps,
-            dats,
-            sizes: out_sizes,
-            edge_cut,
-            partition_ms: crate::util::now_ms() - t0,
-        })
+        let mut out = assemble(&self.ctx, &self.sets, maps, part, shared, dats)?;
+        out.edge_cut = edge_cut;
+        out.partition_ms = crate::util::now_ms() - t0;
+        Ok(out)
     }
 }
 
+/// PT-Scotch's parts of this rank's block of a distributed graph, made collective (an error on
+/// one rank is an error on all).
+pub(crate) fn scotch_part(ctx: &Context, xadj: &[u32], adjncy: &[u32]) -> Result<Vec<u32>> {
+    #[cfg(all(feature = "ptscotch", not(target_arch = "wasm32")))]
+    let parts = super::scotch::part(ctx.comm(), xadj, adjncy);
+    #[cfg(not(all(feature = "ptscotch", not(target_arch = "wasm32"))))]
+    let parts = if ctx.ranks() == 1 {
+        Ok(vec![0; xadj.len() - 1])
+    } else {
+        let _ = adjncy;
+        Err(Error::Usage(
+            "Partitioner::Scotch needs parloop's `ptscotch` feature (PT-Scotch)".into(),
+        ))
+    };
+    ctx.agree(parts, "partitioning with PT-Scotch")
+}
+
+/// A declared map, for the assembly of a rank's part.
+pub(crate) struct MapDecl {
+    pub name: String,
+    pub from: usize,
+    pub to: usize,
+    pub arity: usize,
+    /// Per column and whole (see `data::injectivity`), of the global map.
+    pub injective: (Vec<bool>, bool),
+}
+
+/// A Dat's values on this rank's elements, in local order: (name, set, dim, type, words).
+pub(crate) type LocalDat = (String, usize, usize, crate::types::DType, Vec<u32>);
+
+/// This rank's Sets, Maps and Dats from its part (both paths end here).
+pub(crate) fn assemble(
+    ctx: &Context,
+    set_decls: &[(String, usize)],
+    maps: Vec<MapDecl>,
+    part: super::LocalPart,
+    shared: Vec<bool>,
+    dats: Vec<LocalDat>,
+) -> Result<Distributed> {
+    let sets: Vec<Set> = part
+        .sets
+        .iter()
+        .zip(&part.exchanges)
+        .zip(set_decls)
+        .enumerate()
+        .map(|(k, ((ls, ex), (name, global_size)))| {
+            Set::distributed(
+                name,
+                ls.sections,
+                Halo {
+                    global: ls.global.clone(),
+                    global_size: *global_size,
+                    exchanges: ex.clone(),
+                    shared: shared[k],
+                },
+            )
+        })
+        .collect();
+    let map_names = maps.iter().map(|m| m.name.clone()).collect();
+    let maps = maps
+        .into_iter()
+        .zip(part.maps)
+        .map(|(m, local)| {
+            Map::distributed(
+                &m.name,
+                &sets[m.from],
+                &sets[m.to],
+                m.arity,
+                local,
+                m.injective,
+            )
+        })
+        .collect::<Result<Vec<Map>>>()?;
+    let dat_names = dats.iter().map(|d| (d.0.clone(), d.3)).collect();
+    let dats = dats
+        .into_iter()
+        .map(|(name, set, dim, dtype, words)| {
+            Some(ctx.dat_words(&name, &sets[set], dim, dtype, words))
+        })
+        .collect();
+    let sizes = sets
+        .iter()
+        .zip(set_decls)
+        .map(|(s, (n, g))| (n.clone(), *g, s.sections().counts()))
+        .collect();
+    Ok(Distributed {
+        sets,
+        maps,
+        dats,
+        map_names,
+        dat_names,
+        sizes,
+        edge_cut: 0,
+        partition_ms: 0.0,
+    })
+}
+
 impl Distributed {
+    /// This rank's part of the set named `name` (a mesh read from a file).
+    pub fn set_named(&self, name: &str) -> Result<Set> {
+        let k = self.sizes.iter().position(|s| s.0 == name);
+        k.map(|k| self.sets[k].clone())
+            .ok_or_else(|| self.missing("set", name, self.sizes.iter().map(|s| &s.0)))
+    }
+    /// This rank's part of the map named `name`.
+    pub fn map_named(&self, name: &str) -> Result<Map> {
+        let k = self.map_names.iter().position(|m| m == name);
+        k.map(|k| self.maps[k].clone())
+            .ok_or_else(|| self.missing("map", name, self.map_names.iter()))
+    }
+    /// This rank's part of the Dat named `name`, of type `T`. Each Dat is handed out once.
+    pub fn dat_named<T: Scalar>(&mut self, name: &str) -> Result<Dat<T>> {
+        let k = self
+            .dat_names
+            .iter()
+            .position(|d| d.0 == name)
+            .ok_or_else(|| self.missing("Dat", name, self.dat_names.iter().map(|d| &d.0)))?;
+        if self.dat_names[k].1 != T::DTYPE {
+            return Err(Error::Usage(format!(
+                "Dat `{name}` holds {} values, not {}",
+                self.dat_names[k].1.wgsl(),
+                T::DTYPE.wgsl()
+            )));
+        }
+        self.dat(GlobalDat(k, PhantomData))
+    }
+    fn missing<'a>(&self, what: &str, name: &str, have: impl Iterator<Item = &'a String>) -> Error {
+        let have: Vec<&str> = have.map(String::as_str).collect();
+        Error::Usage(format!(
+            "there is no {what} named `{name}` in this distribution (it has: {})",
+            have.join(", ")
+        ))
+    }
     /// This rank's part of a declared set.
     pub fn set(&self, s: GlobalSet) -> Set {
         self.sets[s.0].clone()

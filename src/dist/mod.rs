@@ -18,19 +18,25 @@
 //! Owns: pure functions from sizes and map values to local numberings. Must never: know about
 //! MPI, wgpu or Dats (the runtime moves values with these lists).
 
+mod blockgraph;
+mod blocks;
 mod comm;
 mod distribute;
 #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
 mod kway;
+pub(crate) mod rendezvous;
+#[cfg(all(feature = "ptscotch", not(target_arch = "wasm32")))]
+mod scotch;
 #[cfg(test)]
 mod tests;
 
+pub use blocks::BlockMesh;
 pub use comm::Comm;
 pub(crate) use comm::Reduction;
 pub use distribute::{Distributed, Distribution, GlobalDat, GlobalMap, GlobalSet, Partitioner};
 
 use crate::data::Sections;
-pub(crate) use crate::data::halo::Exchange;
+pub use crate::data::halo::Exchange;
 
 /// A map between two of the distributed sets, by index into the set list.
 #[derive(Clone, Copy, Debug)]

@@ -2,6 +2,8 @@
 //! `mpi` cargo feature. The rest of parloop only sees the operations it needs: rank and size,
 //! a neighbour exchange of u32 words, reductions of a Global's words, and a gather to rank 0.
 
+mod alltoall;
+
 use crate::error::{Error, Result};
 use crate::types::{DType, ReduceOp};
 use std::rc::Rc;
