@@ -25,6 +25,8 @@ pub mod dist;
 mod error;
 mod fuse;
 pub mod graph;
+#[cfg(all(feature = "hdf5", not(target_arch = "wasm32")))]
+pub mod h5;
 mod kernel;
 pub mod linalg;
 pub mod mesh;

@@ -68,6 +68,32 @@ impl BlockMesh {
         arity: usize,
         rows: Vec<u32>,
     ) -> Result<GlobalMap> {
+        let checked = self.check_map(name, from, to, arity, &rows);
+        self.ctx
+            .agree(checked, &format!("declaring Map `{name}`"))?;
+        Ok(self.push_map(name, from, to, arity, rows))
+    }
+    /// `map` without the ranks' agreement (a reader agrees once, at its end).
+    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+    pub(crate) fn map_here(
+        &mut self,
+        name: &str,
+        from: GlobalSet,
+        to: GlobalSet,
+        arity: usize,
+        rows: Vec<u32>,
+    ) -> Result<GlobalMap> {
+        self.check_map(name, from, to, arity, &rows)?;
+        Ok(self.push_map(name, from, to, arity, rows))
+    }
+    fn check_map(
+        &self,
+        name: &str,
+        from: GlobalSet,
+        to: GlobalSet,
+        arity: usize,
+        rows: &[u32],
+    ) -> Result<()> {
         let (fname, _) = &self.sets[from.0];
         let (tname, tsize) = &self.sets[to.0];
         let block = self.range(from);
@@ -93,12 +119,19 @@ impl BlockMesh {
                     )
                 })
         };
-        let checked = match bad {
+        match bad {
             Some(why) => Err(Error::Data(format!("Map `{name}`: {why}"))),
             None => Ok(()),
-        };
-        self.ctx
-            .agree(checked, &format!("declaring Map `{name}`"))?;
+        }
+    }
+    fn push_map(
+        &mut self,
+        name: &str,
+        from: GlobalSet,
+        to: GlobalSet,
+        arity: usize,
+        rows: Vec<u32>,
+    ) -> GlobalMap {
         let m = BlockMap {
             from: from.0,
             to: to.0,
@@ -106,7 +139,7 @@ impl BlockMesh {
             rows,
         };
         self.maps.push((name.to_string(), m));
-        Ok(GlobalMap(self.maps.len() - 1))
+        GlobalMap(self.maps.len() - 1)
     }
     /// A Dat: `dim` values per element of this rank's block of `set`.
     pub fn dat<T: Scalar>(
@@ -142,6 +175,67 @@ impl BlockMesh {
             words: bytemuck::cast_slice(values).to_vec(),
         });
         Ok(GlobalDat(self.dats.len() - 1, PhantomData))
+    }
+
+    /// The set declared as `name`.
+    pub fn find_set(&self, name: &str) -> Option<GlobalSet> {
+        self.sets.iter().position(|s| s.0 == name).map(GlobalSet)
+    }
+    /// The map declared as `name`.
+    pub fn find_map(&self, name: &str) -> Option<GlobalMap> {
+        self.maps.iter().position(|m| m.0 == name).map(GlobalMap)
+    }
+    /// The Dat declared as `name`, if it holds `T` values.
+    pub fn find_dat<T: Scalar>(&self, name: &str) -> Option<GlobalDat<T>> {
+        let k = self
+            .dats
+            .iter()
+            .position(|d| d.name == name && d.dtype == T::DTYPE)?;
+        Some(GlobalDat(k, PhantomData))
+    }
+    /// The names and global sizes of the sets, in declaration order.
+    pub fn sets(&self) -> impl Iterator<Item = (&str, usize)> {
+        self.sets.iter().map(|(n, s)| (n.as_str(), *s))
+    }
+    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+    pub(crate) fn context(&self) -> &Context {
+        &self.ctx
+    }
+    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+    pub(crate) fn block_maps(&self) -> impl Iterator<Item = (&str, &BlockMap)> {
+        self.maps.iter().map(|(n, m)| (n.as_str(), m))
+    }
+    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+    pub(crate) fn block_dats(&self) -> &[BlockDat] {
+        &self.dats
+    }
+    /// A Dat of a type known at run time (a file's), `words` its block's values.
+    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+    pub(crate) fn dat_words(
+        &mut self,
+        name: &str,
+        set: GlobalSet,
+        dim: usize,
+        dtype: DType,
+        words: Vec<u32>,
+    ) -> Result<()> {
+        self.ctx.check_dtype("Dat", name, dtype)?;
+        let expected = self.range(set).len() * dim * dtype.words();
+        if dim == 0 || words.len() != expected {
+            return Err(Error::Data(format!(
+                "Dat `{name}`: got {} words on rank {}, expected {expected}",
+                words.len(),
+                self.ctx.rank()
+            )));
+        }
+        self.dats.push(BlockDat {
+            name: name.to_string(),
+            set: set.0,
+            dim,
+            dtype,
+            words,
+        });
+        Ok(())
     }
 
     /// Partitions `primary` with `partitioner` (`Scotch`, `Block` or `Owners`; `KWay` needs

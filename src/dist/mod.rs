@@ -19,7 +19,7 @@
 //! MPI, wgpu or Dats (the runtime moves values with these lists).
 
 mod blockgraph;
-mod blocks;
+pub(crate) mod blocks;
 mod comm;
 mod distribute;
 #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]

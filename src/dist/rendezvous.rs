@@ -427,3 +427,34 @@ impl Held {
         owned.chain(halo).collect()
     }
 }
+
+/// The values of the elements a rank owns (global ids `ids`, `w` words each in `words`),
+/// gathered into the blocks of their set of `n`: this rank's block, in order. Every element
+/// must be owned by exactly one rank (a distributed set's owned sections).
+#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+pub(crate) fn to_blocks(
+    comm: &Comm,
+    n: usize,
+    w: usize,
+    ids: &[u32],
+    words: &[u32],
+    what: &str,
+) -> Vec<u32> {
+    let p = comm.size();
+    let mut send = vec![Vec::new(); p];
+    for (k, &g) in ids.iter().enumerate() {
+        let msg = &mut send[block_of(n, p, g)];
+        msg.push(g);
+        msg.extend_from_slice(&words[k * w..(k + 1) * w]);
+    }
+    let r = comm.rank();
+    let start = block_start(n, p, r);
+    let mut out = vec![0u32; (block_start(n, p, r + 1) - start) * w];
+    for m in comm.all_to_all(&send, what) {
+        for c in m.chunks_exact(w + 1) {
+            let l = c[0] as usize - start;
+            out[l * w..(l + 1) * w].copy_from_slice(&c[1..]);
+        }
+    }
+    out
+}

@@ -1,0 +1,215 @@
+//! parloop's mesh file in HDF5 (feature `hdf5`), read and written by every rank at once with
+//! MPI-IO (parallel HDF5), each rank only its block of every set: a mesh no rank ever holds
+//! whole ([`MeshFile::read`] gives a [`BlockMesh`], which `distribute` partitions in parallel).
+//! One process without MPI reads and writes the same file.
+//!
+//! The layout (h5dump and h5py show it as is):
+//!
+//! ```text
+//! /                  attributes format = "parloop mesh", version = 1; a checkpoint's step
+//! /sets/<name>       a group, attributes size (u64) and order (u64)
+//! /maps/<name>       u32 [size of from, arity], attributes from, to (set names) and order
+//! /dats/<name>       f32, f64, u32 or i32 [size of set, dim], attributes set and order
+//! /globals/<name>    a checkpoint's Globals: [dim] of their type
+//! ```
+//!
+//! `order` keeps the declaration order (owners are derived through the maps in that order).
+//! Files come from `parloop convert` (Gmsh's `.msh`, OP2's Airfoil grid), from [`write`] (a
+//! mesh a program generated in blocks) and from [`Checkpoint`].
+
+mod checkpoint;
+mod read;
+
+pub use checkpoint::Checkpoint;
+pub use read::MeshFile;
+
+use crate::dist::BlockMesh;
+use crate::error::{Error, Result};
+use crate::types::DType;
+use hdf5::types::VarLenUnicode;
+use std::path::Path;
+
+const FORMAT: &str = "parloop mesh";
+const VERSION: u64 = 1;
+
+/// An HDF5 failure as parloop's error, naming the file and what was being done.
+fn h5err(path: &Path, what: &str) -> impl Fn(hdf5::Error) -> Error + use<> {
+    let path = path.display().to_string();
+    let what = what.to_string();
+    move |e| Error::Data(format!("{path}: {what}: {e}"))
+}
+
+/// Opens or creates `path` on every rank of `comm` (MPI-IO), or on this process alone.
+fn open(comm: &crate::dist::Comm, path: &Path, create: bool) -> hdf5::Result<hdf5::File> {
+    let mut b = hdf5::File::with_options();
+    if let Some(raw) = comm.raw() {
+        b.with_fapl(|p| p.mpio(raw, None));
+    }
+    if create { b.create(path) } else { b.open(path) }
+}
+
+fn put_str(loc: &hdf5::Location, name: &str, v: &str) -> hdf5::Result<()> {
+    let v: VarLenUnicode = v.parse().map_err(|e| hdf5::Error::from(format!("{e}")))?;
+    loc.new_attr::<VarLenUnicode>()
+        .create(name)?
+        .write_scalar(&v)
+}
+
+fn put_u64(loc: &hdf5::Location, name: &str, v: u64) -> hdf5::Result<()> {
+    loc.new_attr::<u64>().create(name)?.write_scalar(&v)
+}
+
+/// Writes `mesh` (every rank its blocks) to `path`, replacing it. Collective over the mesh's
+/// ranks: an error on one rank is an error on all.
+pub fn write(path: impl AsRef<Path>, mesh: &BlockMesh) -> Result<()> {
+    let ctx = mesh.context().clone();
+    let out = write_with(path.as_ref(), mesh, None, &[]);
+    ctx.agree(out, "writing an HDF5 mesh file")
+}
+
+/// A Global's values as words: (name, type, words).
+pub(crate) type GlobalWords = (String, DType, Vec<u32>);
+
+/// Writes the mesh, a step and Globals (a checkpoint's).
+pub(crate) fn write_with(
+    path: &Path,
+    mesh: &BlockMesh,
+    step: Option<u64>,
+    globals: &[GlobalWords],
+) -> Result<()> {
+    let e = |what: &str| h5err(path, what);
+    let file = open(mesh.context().comm(), path, true).map_err(e("creating the file"))?;
+    // Every group and dataset handle is closed before the file.
+    write_contents(path, &file, mesh, step, globals)?;
+    file.close().map_err(e("closing the file"))
+}
+
+fn write_contents(
+    path: &Path,
+    file: &hdf5::File,
+    mesh: &BlockMesh,
+    step: Option<u64>,
+    globals: &[GlobalWords],
+) -> Result<()> {
+    let ctx = mesh.context();
+    let e = |what: &str| h5err(path, what);
+    put_str(file, "format", FORMAT).map_err(e("writing the format"))?;
+    put_u64(file, "version", VERSION).map_err(e("writing the version"))?;
+    if let Some(s) = step {
+        put_u64(file, "step", s).map_err(e("writing the step"))?;
+    }
+    let sets: Vec<(&str, usize)> = mesh.sets().collect();
+    let g = file.create_group("sets").map_err(e("creating /sets"))?;
+    for (k, &(name, size)) in sets.iter().enumerate() {
+        let s = g
+            .create_group(name)
+            .map_err(e(&format!("creating set `{name}`")))?;
+        put_u64(&s, "size", size as u64).map_err(e(&format!("writing set `{name}`")))?;
+        put_u64(&s, "order", k as u64).map_err(e(&format!("writing set `{name}`")))?;
+    }
+    let g = file.create_group("maps").map_err(e("creating /maps"))?;
+    for (k, (name, m)) in mesh.block_maps().enumerate() {
+        let we = e(&format!("writing map `{name}`"));
+        let n = sets[m.from].1;
+        let ds = g
+            .new_dataset::<u32>()
+            .shape((n, m.arity))
+            .create(name)
+            .map_err(&we)?;
+        put_str(&ds, "from", sets[m.from].0).map_err(&we)?;
+        put_str(&ds, "to", sets[m.to].0).map_err(&we)?;
+        put_u64(&ds, "order", k as u64).map_err(&we)?;
+        let r = block(mesh, n);
+        write_block(&ds, &m.rows, r, m.arity).map_err(&we)?;
+    }
+    let g = file.create_group("dats").map_err(e("creating /dats"))?;
+    for (k, d) in mesh.block_dats().iter().enumerate() {
+        let we = e(&format!("writing Dat `{}`", d.name));
+        let n = sets[d.set].1;
+        let r = block(mesh, n);
+        let ds = match d.dtype {
+            DType::F32 => create::<f32>(&g, &d.name, n, d.dim),
+            DType::F64 => create::<f64>(&g, &d.name, n, d.dim),
+            DType::U32 => create::<u32>(&g, &d.name, n, d.dim),
+            DType::I32 => create::<i32>(&g, &d.name, n, d.dim),
+        }
+        .map_err(&we)?;
+        put_str(&ds, "set", sets[d.set].0).map_err(&we)?;
+        put_u64(&ds, "order", k as u64).map_err(&we)?;
+        match d.dtype {
+            DType::F32 => write_block::<f32>(&ds, bytemuck::cast_slice(&d.words), r, d.dim),
+            DType::F64 => write_block::<f64>(&ds, bytemuck::cast_slice(&d.words), r, d.dim),
+            DType::U32 => write_block::<u32>(&ds, &d.words, r, d.dim),
+            DType::I32 => write_block::<i32>(&ds, bytemuck::cast_slice(&d.words), r, d.dim),
+        }
+        .map_err(&we)?;
+    }
+    if !globals.is_empty() {
+        let g = file
+            .create_group("globals")
+            .map_err(e("creating /globals"))?;
+        for (name, dtype, words) in globals {
+            let we = e(&format!("writing Global `{name}`"));
+            let ds = match dtype {
+                DType::F32 => g
+                    .new_dataset::<f32>()
+                    .shape(words.len())
+                    .create(name.as_str()),
+                DType::F64 => g
+                    .new_dataset::<f64>()
+                    .shape(words.len() / 2)
+                    .create(name.as_str()),
+                DType::U32 => g
+                    .new_dataset::<u32>()
+                    .shape(words.len())
+                    .create(name.as_str()),
+                DType::I32 => g
+                    .new_dataset::<i32>()
+                    .shape(words.len())
+                    .create(name.as_str()),
+            }
+            .map_err(&we)?;
+            // Every rank holds the same values; rank 0 writes them.
+            if ctx.rank() == 0 {
+                match dtype {
+                    DType::F32 => ds.write_raw(bytemuck::cast_slice::<u32, f32>(words)),
+                    DType::F64 => ds.write_raw(&bytemuck::pod_collect_to_vec::<u32, f64>(words)),
+                    DType::U32 => ds.write_raw(&words[..]),
+                    DType::I32 => ds.write_raw(bytemuck::cast_slice::<u32, i32>(words)),
+                }
+                .map_err(&we)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// This rank's block of a set of `n` elements in `mesh`.
+fn block(mesh: &BlockMesh, n: usize) -> std::ops::Range<usize> {
+    let (p, r) = (mesh.context().ranks(), mesh.context().rank());
+    crate::dist::rendezvous::block_start(n, p, r)..crate::dist::rendezvous::block_start(n, p, r + 1)
+}
+
+fn create<T: hdf5::H5Type>(
+    g: &hdf5::Group,
+    name: &str,
+    n: usize,
+    dim: usize,
+) -> hdf5::Result<hdf5::Dataset> {
+    g.new_dataset::<T>().shape((n, dim)).create(name)
+}
+
+/// Writes rows `r` of a [n, dim] dataset from `values` (independent MPI-IO).
+fn write_block<T: hdf5::H5Type + Copy>(
+    ds: &hdf5::Dataset,
+    values: &[T],
+    r: std::ops::Range<usize>,
+    dim: usize,
+) -> hdf5::Result<()> {
+    if r.is_empty() {
+        return Ok(());
+    }
+    let view = ndarray::ArrayView2::from_shape((r.len(), dim), values)
+        .map_err(|e| hdf5::Error::from(format!("{e}")))?;
+    ds.write_slice(view, (r, ..))
+}
