@@ -2,108 +2,12 @@
 //! vtkio): cell and vertex fields, scalars and vectors (2-D ones padded with z = 0), f32 and
 //! f64, in a `.vtu` and in a series; a field of the wrong length is refused naming it.
 
-use base64::Engine as _;
+#[path = "common/vtu.rs"]
+mod vtu;
+
 use parloop::mesh::vtk::{Field, Series, write_vtu};
 use parloop::mesh::{CellType, Mesh, gmsh, unit_cube_tets};
-use quick_xml::events::Event;
-use std::collections::BTreeMap;
-use std::path::Path;
-
-/// One DataArray: its type, components and values (as f64).
-#[derive(Debug)]
-struct Array {
-    ty: String,
-    comps: usize,
-    values: Vec<f64>,
-}
-
-/// What the reader finds in a `.vtu`.
-#[derive(Debug, Default)]
-struct Vtu {
-    points: usize,
-    cells: usize,
-    point: BTreeMap<String, Array>,
-    cell: BTreeMap<String, Array>,
-    connectivity: Vec<f64>,
-    types: Vec<f64>,
-}
-
-/// Decodes a binary DataArray: base64 of a UInt64 byte count, then the values.
-fn decode(ty: &str, text: &str) -> Vec<f64> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(text.trim())
-        .expect("base64");
-    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
-    let data = &bytes[8..8 + n];
-    match ty {
-        "Float32" => data
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes(b.try_into().unwrap()) as f64)
-            .collect(),
-        "Float64" => data
-            .chunks_exact(8)
-            .map(|b| f64::from_le_bytes(b.try_into().unwrap()))
-            .collect(),
-        "UInt64" => data
-            .chunks_exact(8)
-            .map(|b| u64::from_le_bytes(b.try_into().unwrap()) as f64)
-            .collect(),
-        "UInt8" => data.iter().map(|&b| b as f64).collect(),
-        other => panic!("unexpected type {other}"),
-    }
-}
-
-fn read_vtu(path: &Path) -> Vtu {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut reader = quick_xml::Reader::from_str(&text);
-    let mut out = Vtu::default();
-    let (mut section, mut array): (String, Option<(String, String, usize)>) = (String::new(), None);
-    loop {
-        match reader.read_event().unwrap() {
-            Event::Start(e) => {
-                let attr = |k: &str| {
-                    e.attributes()
-                        .flatten()
-                        .find(|a| a.key.as_ref() == k.as_bytes())
-                        .map(|a| String::from_utf8(a.value.to_vec()).unwrap())
-                };
-                match e.name().as_ref() {
-                    b"VTKFile" => assert_eq!(attr("header_type").as_deref(), Some("UInt64")),
-                    b"Piece" => {
-                        out.points = attr("NumberOfPoints").unwrap().parse().unwrap();
-                        out.cells = attr("NumberOfCells").unwrap().parse().unwrap();
-                    }
-                    b"PointData" | b"CellData" | b"Points" | b"Cells" => {
-                        section = String::from_utf8(e.name().as_ref().to_vec()).unwrap();
-                    }
-                    b"DataArray" => {
-                        assert_eq!(attr("format").as_deref(), Some("binary"));
-                        let comps = attr("NumberOfComponents").map_or(1, |c| c.parse().unwrap());
-                        array = Some((attr("Name").unwrap(), attr("type").unwrap(), comps));
-                    }
-                    _ => {}
-                }
-            }
-            Event::Text(t) => {
-                if let Some((name, ty, comps)) = array.take() {
-                    let values = decode(&ty, &t.unescape().unwrap());
-                    match (section.as_str(), name.as_str()) {
-                        ("PointData", _) => {
-                            drop(out.point.insert(name, Array { ty, comps, values }))
-                        }
-                        ("CellData", _) => drop(out.cell.insert(name, Array { ty, comps, values })),
-                        ("Cells", "connectivity") => out.connectivity = values,
-                        ("Cells", "types") => out.types = values,
-                        _ => {}
-                    }
-                }
-            }
-            Event::Eof => break,
-            _ => {}
-        }
-    }
-    out
-}
+use vtu::read_vtu;
 
 fn channel() -> Mesh {
     gmsh::read_file(concat!(env!("CARGO_MANIFEST_DIR"), "/data/channel.msh")).unwrap()

@@ -14,6 +14,8 @@ pub mod geometry;
 pub mod gmsh;
 mod neutral;
 mod orient;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod pvtu;
 pub mod renumber;
 pub(crate) mod spline;
 pub mod topology;
