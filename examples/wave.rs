@@ -15,7 +15,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use parloop::apps::wave::{Wave, reference};
 use parloop::mesh::{
     CellType, Mesh, unit_square,
-    vtk::{Field, Series},
+    pvtu::{PartField, PartSeries},
 };
 use parloop::{Config, Context, Result};
 use std::path::PathBuf;
@@ -38,7 +38,7 @@ struct Args {
     /// Simulated time; the loop runs while t <= t_end, as the seed's does.
     #[arg(long, default_value_t = 2.0)]
     t_end: f64,
-    /// Directory for the ParaView frames (p.pvd, phi.pvd).
+    /// Directory for the ParaView frames (wave.pvd: p and phi, a piece per rank).
     #[arg(long, default_value = "out/wave")]
     output: PathBuf,
     /// Write a frame every this many steps (0: none).
@@ -149,31 +149,19 @@ fn run(a: Args) -> Result<()> {
         Wave::on_mesh(&ctx, mesh, a.dt as f32)?
     };
     let e0 = w.energy()?;
-    let mut series = (a.every > 0 && root)
-        .then(|| -> std::io::Result<_> {
-            Ok((Series::new(&a.output, "p")?, Series::new(&a.output, "phi")?))
-        })
-        .transpose()
-        .map_err(|e| {
-            parloop::Error::Usage(format!("cannot write to {}: {e}", a.output.display()))
-        })?;
+    // Every rank writes its piece of each frame (nothing is gathered); rank 0 the .pvtu and
+    // the series, wave.pvd.
+    let mut series = (a.every > 0)
+        .then(|| PartSeries::new(&ctx, &a.output, "wave"))
+        .transpose()?;
+    let cell_type = w.mesh.cell_type;
     let mut frame = |w: &Wave, step: u64| -> Result<()> {
-        if a.every == 0 {
+        let Some(series) = series.as_mut() else {
             return Ok(());
-        }
-        // Every rank takes part in the gathers; rank 0 writes.
-        let (p, phi) = (w.p.gather()?, w.phi.gather()?);
-        if let (Some((p_out, phi_out)), Some(p), Some(phi)) = (series.as_mut(), p, phi) {
-            let t = step as f64 * a.dt;
-            let io = |e: std::io::Error| parloop::Error::Usage(format!("writing frames: {e}"));
-            p_out
-                .write(t, &w.mesh, &[Field::vertices("p", &p)])
-                .map_err(io)?;
-            phi_out
-                .write(t, &w.mesh, &[Field::vertices("phi", &phi)])
-                .map_err(io)?;
-        }
-        Ok(())
+        };
+        let t = step as f64 * a.dt;
+        let fields = [PartField::vertices(&w.p)?, PartField::vertices(&w.phi)?];
+        series.write(t, &w.c2v, cell_type, &w.coords, &fields)
     };
     frame(&w, 0)?;
     let bar = ProgressBar::new(if root { steps } else { 0 }).with_style(
@@ -258,7 +246,7 @@ fn run(a: Args) -> Result<()> {
     }
     if a.every > 0 {
         println!(
-            "frames:         {}/p.pvd and phi.pvd (open in ParaView)",
+            "frames:         {}/wave.pvd (p and phi; open in ParaView)",
             a.output.display()
         );
     }
