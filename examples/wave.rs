@@ -14,8 +14,9 @@ use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use parloop::apps::wave::{Wave, reference};
 use parloop::mesh::{
-    CellType, Mesh, unit_square,
+    CellType, Mesh,
     pvtu::{PartField, PartSeries},
+    unit_square,
 };
 use parloop::{Config, Context, Result};
 use std::path::PathBuf;

@@ -143,3 +143,74 @@ fn a_missing_foreign_or_truncated_file_is_an_error_on_every_rank() {
         assert!(err.to_string().contains(expect), "{err}");
     }
 }
+
+const ITERATIONS: u64 = 10;
+
+/// Runs Airfoil from `file` for `iterations` and returns its q on rank 0 (global order).
+fn airfoil_run(ctx: &Context, file: &std::path::Path, iterations: u64) -> Option<Vec<f32>> {
+    use parloop::apps::airfoil::Airfoil;
+    let f = MeshFile::read(ctx, file).unwrap();
+    let cells = f.mesh.find_set("cells").unwrap();
+    let mut part = f.mesh.distribute(cells, partitioner()).unwrap();
+    let a = Airfoil::<f32>::from_part(ctx, &mut part).unwrap();
+    for _ in 0..iterations {
+        a.iteration(None).unwrap();
+    }
+    if let Some(ck) = std::env::var_os("CHECKPOINT") {
+        a.checkpoint(iterations).unwrap().write(ck).unwrap();
+    }
+    a.q.gather().unwrap()
+}
+
+#[test]
+#[ignore = "run by the other tests under mpirun"]
+fn airfoil_worker() {
+    let Some(out) = mpirun::out_path() else {
+        return;
+    };
+    let ctx = world();
+    let file = PathBuf::from(std::env::var("FILE").unwrap());
+    let n: u64 = std::env::var("ITER").unwrap().parse().unwrap();
+    // The grid has no step; the checkpoint its iteration.
+    let step = MeshFile::read(&ctx, &file).unwrap().step();
+    let checkpoint = file.to_str().unwrap().contains("checkpoint");
+    assert_eq!(step, checkpoint.then_some(ITERATIONS));
+    if let Some(q) = airfoil_run(&ctx, &file, n) {
+        std::fs::write(out, bytemuck::cast_slice(&q)).unwrap();
+    }
+}
+
+#[test]
+fn airfoil_restarts_from_a_checkpoint_bit_for_bit_on_the_same_ranks_and_to_round_off_on_others() {
+    let grid = scratch("airfoil-grid.h5");
+    let ck = scratch("airfoil-checkpoint.h5");
+    let ctx = Context::new().unwrap();
+    let m = parloop::mesh::airfoil::naca0012(24, 12);
+    let mesh = parloop::apps::airfoil::Airfoil::<f32>::block_mesh(&ctx, &m).unwrap();
+    parloop::h5::write(&grid, &mesh).unwrap();
+    let (g, c) = (grid.to_str().unwrap(), ck.to_str().unwrap());
+    let twice = (2 * ITERATIONS).to_string();
+    let once = ITERATIONS.to_string();
+    // Straight through, then half, a checkpoint, and the other half from it, on 2 ranks.
+    let full = mpirun::mpirun_env(2, "airfoil_worker", &[("FILE", g), ("ITER", &twice)]);
+    let env = [("FILE", g), ("ITER", once.as_str()), ("CHECKPOINT", c)];
+    let _ = mpirun::mpirun_env(2, "airfoil_worker", &env);
+    let restarted = mpirun::mpirun_env(2, "airfoil_worker", &[("FILE", c), ("ITER", &once)]);
+    assert_eq!(full.len(), 4 * m.cells.len());
+    assert_eq!(full, restarted, "the same ranks continue bit for bit");
+    // On 3 ranks and on one process: other parts, increments in another order.
+    let three = mpirun::mpirun_env(3, "airfoil_worker", &[("FILE", c), ("ITER", &once)]);
+    let one = airfoil_run(&ctx, &ck, ITERATIONS).unwrap();
+    for (what, q) in [("3 ranks", &three), ("one process", &one)] {
+        let worst = full
+            .iter()
+            .zip(q.iter())
+            .map(|(a, b)| ((a - b).abs() / a.abs().max(1.0)) as f64)
+            .fold(0.0, f64::max);
+        assert!(worst < 1e-5, "{what}: relative difference {worst:e}");
+        assert_ne!(
+            &full, q,
+            "{what}: a different partition adds in another order"
+        );
+    }
+}

@@ -21,6 +21,7 @@ unsafe extern "C" {
         bound: *mut c_void,
     ) -> c_int;
     fn SCOTCH_contextExit(context: *mut c_void);
+    fn SCOTCH_contextThreadSpawn(context: *mut c_void, n: c_int, cores: *const c_int) -> c_int;
     fn SCOTCH_dgraphAlloc() -> *mut c_void;
     fn SCOTCH_dgraphInit(graph: *mut c_void, comm: mpi::ffi::MPI_Comm) -> c_int;
     #[allow(clippy::too_many_arguments)]
@@ -73,7 +74,9 @@ unsafe fn deterministic_part(
         let bound = SCOTCH_dgraphAlloc();
         let mut out = Err(fail("setting up a deterministic context"));
         if !context.is_null() && !bound.is_null() && SCOTCH_contextInit(context) == 0 {
-            if SCOTCH_contextOptionSetNum(context, DETERMINISTIC, 1) == 0
+            // One thread per rank: MPI runs single-threaded here (one rank per core).
+            if SCOTCH_contextThreadSpawn(context, 1, std::ptr::null()) == 0
+                && SCOTCH_contextOptionSetNum(context, DETERMINISTIC, 1) == 0
                 && SCOTCH_contextOptionSetNum(context, RANDOM_FIXED_SEED, 1) == 0
                 && SCOTCH_contextBindDgraph(context, graph, bound) == 0
             {
@@ -140,7 +143,15 @@ pub(crate) fn part(comm: &Comm, xadj: &[u32], adjncy: &[u32]) -> Result<Vec<u32>
             SCOTCH_memFree(strat);
             return Err(fail("allocating the graph"));
         }
-        let out = if SCOTCH_dgraphInit(graph, raw) != 0 {
+        // PT-Scotch gets a communicator of its own: its messages and collectives never meet
+        // parloop's.
+        let mut own: mpi::ffi::MPI_Comm = std::mem::zeroed();
+        if mpi::ffi::MPI_Comm_dup(raw, &mut own) != 0 {
+            SCOTCH_memFree(graph);
+            SCOTCH_memFree(strat);
+            return Err(fail("duplicating the communicator"));
+        }
+        let out = if SCOTCH_dgraphInit(graph, own) != 0 {
             Err(fail("initialising the graph"))
         } else {
             let out = if SCOTCH_stratInit(strat) != 0 {
@@ -175,6 +186,7 @@ pub(crate) fn part(comm: &Comm, xadj: &[u32], adjncy: &[u32]) -> Result<Vec<u32>
         };
         SCOTCH_memFree(graph);
         SCOTCH_memFree(strat);
+        mpi::ffi::MPI_Comm_free(&mut own);
         out?;
     }
     parts.truncate(n);

@@ -257,6 +257,82 @@ impl<R: Precision> Airfoil<R> {
         Ok(a)
     }
 
+    /// OP2's grid `m` as a mesh in blocks (every rank declares its block: what
+    /// `h5::write` writes as `grid.h5`): sets nodes, cells, edges, bedges; maps pcell, pedge,
+    /// pecell, pbedge, pbecell; Dats x and q (free stream) in precision R, bound (i32).
+    pub fn block_mesh(ctx: &Context, m: &AirfoilMesh) -> Result<crate::dist::BlockMesh> {
+        let g = Globals::<R>::of(m);
+        let (nn, nc, ne, nb) = m.counts();
+        let mut b = crate::dist::BlockMesh::new(ctx);
+        let [nodes, cells, edges, bedges] =
+            [("nodes", nn), ("cells", nc), ("edges", ne), ("bedges", nb)].map(|(n, s)| b.set(n, s));
+        let block = |b: &crate::dist::BlockMesh, s, v: &[u32], a: usize| {
+            let r = b.range(s);
+            v[r.start * a..r.end * a].to_vec()
+        };
+        let maps: [(&str, _, _, usize, &[u32]); 5] = [
+            ("pcell", cells, nodes, 4, &g.pcell),
+            ("pedge", edges, nodes, 2, &g.pedge),
+            ("pecell", edges, cells, 2, &g.pecell),
+            ("pbedge", bedges, nodes, 2, &g.pbedge),
+            ("pbecell", bedges, cells, 1, &m.becells),
+        ];
+        for (name, from, to, arity, values) in maps {
+            let rows = block(&b, from, values, arity);
+            b.map(name, from, to, arity, rows)?;
+        }
+        let (rn, rc, rb) = (b.range(nodes), b.range(cells), b.range(bedges));
+        b.dat("x", nodes, 2, &g.x[rn.start * 2..rn.end * 2])?;
+        b.dat("q", cells, 4, &g.q[rc.start * 4..rc.end * 4])?;
+        b.dat("bound", bedges, 1, &g.bound[rb.clone()])?;
+        Ok(b)
+    }
+
+    /// This rank's part of the solver on a mesh distributed from blocks (a file read with
+    /// `h5::MeshFile`, or a checkpoint): the sets, maps and Dats of [`Airfoil::block_mesh`];
+    /// qold, adt and res start at zero (an iteration writes them before it reads them).
+    pub fn from_part(ctx: &Context, part: &mut crate::dist::Distributed) -> Result<Airfoil<R>> {
+        let sets = ["nodes", "cells", "edges", "bedges"].map(|n| part.set_named(n));
+        let [nodes, cells, edges, bedges] = sets;
+        let sets = [nodes?, cells?, edges?, bedges?];
+        let maps = ["pcell", "pedge", "pecell", "pbedge", "pbecell"].map(|n| part.map_named(n));
+        let [a, b, c, d, e] = maps;
+        let maps = [a?, b?, c?, d?, e?];
+        let zeros = |name: &str, dim: usize| ctx.dat_zeros::<R>(name, &sets[1], dim);
+        let dats = [
+            part.dat_named::<R>("x")?,
+            part.dat_named::<R>("q")?,
+            zeros("qold", 4)?,
+            zeros("adt", 1)?,
+            zeros("res", 4)?,
+        ];
+        let bound = part.dat_named::<i32>("bound")?;
+        let mut a = Airfoil::assemble(ctx, sets, maps, dats, bound)?;
+        a.partition = Some((part.edge_cut, part.partition_ms));
+        Ok(a)
+    }
+
+    /// A checkpoint of the solver's state (the mesh, x, q and bound) at `iteration`: a mesh
+    /// file that [`Airfoil::from_part`] restarts from, on any number of ranks.
+    #[cfg(all(feature = "hdf5", not(target_arch = "wasm32")))]
+    pub fn checkpoint(&self, iteration: u64) -> Result<crate::h5::Checkpoint> {
+        let mut c = crate::h5::Checkpoint::new(&self.ctx);
+        for m in [
+            &self.pcell,
+            &self.pedge,
+            &self.pecell,
+            &self.pbedge,
+            &self.pbecell,
+        ] {
+            c.map(m);
+        }
+        c.dat(&self.x)?
+            .dat(&self.q)?
+            .dat(&self.bound)?
+            .step(iteration);
+        Ok(c)
+    }
+
     fn assemble(
         ctx: &Context,
         [nodes, cells, edges, bedges]: [Set; 4],

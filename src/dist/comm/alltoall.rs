@@ -48,11 +48,16 @@ impl Comm {
                         })
                         .collect()
                 };
-                let flat: Vec<u32> = sends.concat();
+                // Both buffers are allocations of their own, one word longer than their
+                // messages: two empty Vecs share one dangling address, and Open MPI takes a
+                // send buffer equal to the receive buffer for MPI_IN_PLACE, which then runs
+                // another schedule than the other ranks' (a hang on 3 ranks).
+                let mut flat: Vec<u32> = sends.concat();
+                flat.push(0);
                 let send_displs = displs(&send_counts);
                 let recv_displs = displs(&recv_counts);
                 let total: usize = recv_counts.iter().map(|&n| n as usize).sum();
-                let mut recv = vec![0u32; total];
+                let mut recv = vec![0u32; total + 1];
                 {
                     let sp = Partition::new(&flat[..], &send_counts[..], &send_displs[..]);
                     let mut rp =
