@@ -162,55 +162,108 @@ fn airfoil_run(ctx: &Context, file: &std::path::Path, iterations: u64) -> Option
     a.q.gather().unwrap()
 }
 
+/// Runs the wave from `file` for `steps` and returns its p on rank 0 (global order).
+fn wave_run(ctx: &Context, file: &std::path::Path, steps: u64) -> Option<Vec<f32>> {
+    use parloop::apps::wave::Wave;
+    let f = MeshFile::read(ctx, file).unwrap();
+    let start = f.step().unwrap_or(0);
+    let cells = f.mesh.find_set("cells").unwrap();
+    let mut part = f.mesh.distribute(cells, partitioner()).unwrap();
+    let mut w = Wave::from_part(ctx, &mut part, 0.001).unwrap();
+    w.steps = start;
+    for _ in 0..steps {
+        w.step().unwrap();
+    }
+    if let Some(ck) = std::env::var_os("CHECKPOINT") {
+        w.checkpoint().unwrap().write(ck).unwrap();
+    }
+    w.p.gather().unwrap()
+}
+
 #[test]
 #[ignore = "run by the other tests under mpirun"]
-fn airfoil_worker() {
+fn app_worker() {
     let Some(out) = mpirun::out_path() else {
         return;
     };
     let ctx = world();
     let file = PathBuf::from(std::env::var("FILE").unwrap());
     let n: u64 = std::env::var("ITER").unwrap().parse().unwrap();
+    let run = match std::env::var("APP").unwrap().as_str() {
+        "wave" => wave_run,
+        _ => airfoil_run,
+    };
     // The grid has no step; the checkpoint its iteration.
     let step = MeshFile::read(&ctx, &file).unwrap().step();
     let checkpoint = file.to_str().unwrap().contains("checkpoint");
     assert_eq!(step, checkpoint.then_some(ITERATIONS));
-    if let Some(q) = airfoil_run(&ctx, &file, n) {
+    if let Some(q) = run(&ctx, &file, n) {
         std::fs::write(out, bytemuck::cast_slice(&q)).unwrap();
     }
 }
 
-#[test]
-fn airfoil_restarts_from_a_checkpoint_bit_for_bit_on_the_same_ranks_and_to_round_off_on_others() {
-    let grid = scratch("airfoil-grid.h5");
-    let ck = scratch("airfoil-checkpoint.h5");
-    let ctx = Context::new().unwrap();
-    let m = parloop::mesh::airfoil::naca0012(24, 12);
-    let mesh = parloop::apps::airfoil::Airfoil::<f32>::block_mesh(&ctx, &m).unwrap();
-    parloop::h5::write(&grid, &mesh).unwrap();
+/// Straight through for 2 x ITERATIONS on 2 ranks; then ITERATIONS, a checkpoint, and
+/// ITERATIONS more from it on the same 2 ranks (bit for bit), on 3 ranks and on one process
+/// (to round-off: other parts add in another order).
+fn restart(app: &str, grid: &std::path::Path, cells: usize, dim: usize) {
+    let ck = scratch(&format!("{app}-checkpoint.h5"));
     let (g, c) = (grid.to_str().unwrap(), ck.to_str().unwrap());
     let twice = (2 * ITERATIONS).to_string();
     let once = ITERATIONS.to_string();
-    // Straight through, then half, a checkpoint, and the other half from it, on 2 ranks.
-    let full = mpirun::mpirun_env(2, "airfoil_worker", &[("FILE", g), ("ITER", &twice)]);
-    let env = [("FILE", g), ("ITER", once.as_str()), ("CHECKPOINT", c)];
-    let _ = mpirun::mpirun_env(2, "airfoil_worker", &env);
-    let restarted = mpirun::mpirun_env(2, "airfoil_worker", &[("FILE", c), ("ITER", &once)]);
-    assert_eq!(full.len(), 4 * m.cells.len());
-    assert_eq!(full, restarted, "the same ranks continue bit for bit");
-    // On 3 ranks and on one process: other parts, increments in another order.
-    let three = mpirun::mpirun_env(3, "airfoil_worker", &[("FILE", c), ("ITER", &once)]);
-    let one = airfoil_run(&ctx, &ck, ITERATIONS).unwrap();
+    let run = |np, env: &[(&str, &str)]| {
+        let mut env = env.to_vec();
+        env.push(("APP", app));
+        mpirun::mpirun_env(np, "app_worker", &env)
+    };
+    let full = run(2, &[("FILE", g), ("ITER", &twice)]);
+    let _ = run(2, &[("FILE", g), ("ITER", &once), ("CHECKPOINT", c)]);
+    let restarted = run(2, &[("FILE", c), ("ITER", &once)]);
+    assert_eq!(full.len(), dim * cells);
+    assert_eq!(
+        full, restarted,
+        "{app}: the same ranks continue bit for bit"
+    );
+    let three = run(3, &[("FILE", c), ("ITER", &once)]);
+    let ctx = Context::new().unwrap();
+    let one = match app {
+        "wave" => wave_run(&ctx, &ck, ITERATIONS),
+        _ => airfoil_run(&ctx, &ck, ITERATIONS),
+    }
+    .unwrap();
     for (what, q) in [("3 ranks", &three), ("one process", &one)] {
         let worst = full
             .iter()
             .zip(q.iter())
             .map(|(a, b)| ((a - b).abs() / a.abs().max(1.0)) as f64)
             .fold(0.0, f64::max);
-        assert!(worst < 1e-5, "{what}: relative difference {worst:e}");
+        assert!(
+            worst < 1e-5,
+            "{app} on {what}: relative difference {worst:e}"
+        );
         assert_ne!(
             &full, q,
-            "{what}: a different partition adds in another order"
+            "{app} on {what}: a different partition adds in another order"
         );
     }
+}
+
+#[test]
+fn airfoil_restarts_from_a_checkpoint_bit_for_bit_on_the_same_ranks_and_to_round_off_on_others() {
+    let grid = scratch("airfoil-grid.h5");
+    let ctx = Context::new().unwrap();
+    let m = parloop::mesh::airfoil::naca0012(24, 12);
+    let mesh = parloop::apps::airfoil::Airfoil::<f32>::block_mesh(&ctx, &m).unwrap();
+    parloop::h5::write(&grid, &mesh).unwrap();
+    restart("airfoil", &grid, m.cells.len(), 4);
+}
+
+#[test]
+fn the_wave_restarts_from_a_checkpoint_bit_for_bit_on_the_same_ranks_and_to_round_off_on_others() {
+    let grid = scratch("wave-grid.h5");
+    let ctx = Context::new().unwrap();
+    let mesh = parloop::mesh::unit_square(20);
+    let nv = mesh.coords.len();
+    let b = parloop::apps::wave::Wave::block_mesh(&ctx, mesh).unwrap();
+    parloop::h5::write(&grid, &b).unwrap();
+    restart("wave", &grid, nv, 1);
 }

@@ -422,6 +422,13 @@ impl Distributed {
         k.map(|k| self.maps[k].clone())
             .ok_or_else(|| self.missing("map", name, self.map_names.iter()))
     }
+    /// Whether the distribution has a Dat named `name` (not yet taken).
+    pub fn has_dat(&self, name: &str) -> bool {
+        self.dat_names
+            .iter()
+            .zip(&self.dats)
+            .any(|(d, v)| d.0 == name && v.is_some())
+    }
     /// This rank's part of the Dat named `name`, of type `T`. Each Dat is handed out once.
     pub fn dat_named<T: Scalar>(&mut self, name: &str) -> Result<Dat<T>> {
         let k = self

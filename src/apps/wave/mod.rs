@@ -16,6 +16,7 @@
 
 mod kernels;
 pub mod reference;
+mod restart;
 
 pub use kernels::{KERNELS, KERNELS_3D};
 
@@ -102,8 +103,9 @@ impl Kernels {
 pub struct Wave {
     /// The context the simulation runs on.
     pub ctx: Context,
-    /// The mesh as the wave runs it, triangles turned counter-clockwise (on a distributed run:
-    /// the whole mesh, for output on rank 0).
+    /// The mesh as the wave runs it, triangles turned counter-clockwise (on a run distributed
+    /// from a whole mesh: the whole mesh; from a file ([`Wave::from_part`]): the cell type
+    /// only, since no rank holds the mesh).
     pub mesh: Mesh,
     /// Mesh vertices (P1 degrees of freedom).
     pub vertices: Set,
