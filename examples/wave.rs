@@ -5,10 +5,14 @@
 //! on a Gmsh mesh: triangles in 2-D, or tetrahedra in 3-D (one process).
 //!
 //! On N ranks (built with `--features mpi`): `mpirun -np N target/release/examples/wave`. The
-//! cells are partitioned with METIS; each frame is gathered on rank 0, which writes the same
-//! series as one process (one file per frame: ParaView opens it in one step, and the wave's
-//! frames are small; a mesh too large for one node would want ParaView's parallel .pvtu
-//! pieces instead). Every rank reports its part and its halo exchanges.
+//! cells are partitioned with METIS; every rank writes its piece of each frame (wave.pvd lists
+//! the frames' .pvtu files; nothing is gathered). Every rank reports its part and its halo
+//! exchanges.
+//!
+//! A mesh no rank holds whole (built with `--features hdf5,ptscotch`): `parloop convert
+//! mesh.msh mesh.h5`, then `mpirun -np N wave --h5 mesh.h5 --checkpoint ck.h5`: every rank
+//! reads its blocks, PT-Scotch partitions in parallel; `--h5 ck.h5` restarts on any number of
+//! ranks.
 
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -71,10 +75,51 @@ struct Args {
     /// on one process), instead of the unit square.
     #[arg(long)]
     mesh: Option<PathBuf>,
+    /// Run on this parloop mesh file or checkpoint (HDF5; `parloop convert` writes one from a
+    /// Gmsh mesh): every rank reads only its blocks, PT-Scotch partitions the cells in parallel
+    /// (with the `ptscotch` feature; else blocks), and no rank ever holds the whole mesh.
+    #[cfg(feature = "hdf5")]
+    #[arg(long)]
+    h5: Option<PathBuf>,
+    /// Write a checkpoint (HDF5) after the last step, which --h5 restarts from on any
+    /// number of ranks.
+    #[cfg(feature = "hdf5")]
+    #[arg(long)]
+    checkpoint: Option<PathBuf>,
     /// Print the per-loop-group time table at the end, every rank's and combined
     /// (PARLOOP_PROFILE=table prints each rank's).
     #[arg(long)]
     profile: bool,
+}
+
+/// The wave on the --h5 file: every rank reads its blocks; the run continues from a
+/// checkpoint's step.
+#[cfg(feature = "hdf5")]
+fn from_file(a: &Args, ctx: &Context) -> Result<(Wave, String)> {
+    let path = a.h5.as_ref().expect("called with --h5");
+    let file = parloop::h5::MeshFile::read(ctx, path)?;
+    let step = file.step();
+    let cells = file.mesh.find_set("cells").ok_or_else(|| {
+        parloop::Error::Usage(format!("{}: no set named `cells`", path.display()))
+    })?;
+    let partitioner = if cfg!(feature = "ptscotch") {
+        parloop::dist::Partitioner::Scotch
+    } else {
+        parloop::dist::Partitioner::Block
+    };
+    let mut part = file.mesh.distribute(cells, partitioner)?;
+    let mut w = Wave::from_part(ctx, &mut part, a.dt as f32)?;
+    w.steps = step.unwrap_or(0);
+    let from = match step {
+        Some(s) => format!(" (a checkpoint at step {s})"),
+        None => String::new(),
+    };
+    Ok((w, format!("{}{from}", path.display())))
+}
+
+#[cfg(not(feature = "hdf5"))]
+fn from_file(_: &Args, _: &Context) -> Result<(Wave, String)> {
+    unreachable!("--h5 needs the hdf5 feature")
 }
 
 /// The mesh the run uses: the --mesh file (triangles or tetrahedra), or the n x n unit square;
@@ -118,10 +163,19 @@ fn run(a: Args) -> Result<()> {
     let steps = a
         .steps
         .unwrap_or((a.t_end / a.dt + 1e-9).floor() as u64 + 1);
+    #[cfg(feature = "hdf5")]
+    if a.h5.is_some() {
+        return run_on(&a, steps, None, String::new());
+    }
     let (mesh, described) = mesh(&a)?;
-    if a.reference {
-        let s = reference::State::new(&mesh)?;
-        return reference_run(&a, s, steps, &mesh, &described);
+    run_on(&a, steps, Some(mesh), described)
+}
+
+/// The run on `mesh` (the unit square or --mesh), or on the --h5 file when `mesh` is None.
+fn run_on(a: &Args, steps: u64, mesh: Option<Mesh>, described: String) -> Result<()> {
+    if let (true, Some(mesh)) = (a.reference, &mesh) {
+        let s = reference::State::new(mesh)?;
+        return reference_run(a, s, steps, mesh, &described);
     }
     // Defaults from the PARLOOP_* variables; flags override them.
     let env = Config::from_env()?.with_flags(
@@ -137,17 +191,23 @@ fn run(a: Args) -> Result<()> {
     let comm = parloop::dist::Comm::from_launcher()?;
     let root = comm.rank() == 0;
     let ctx = Context::with_comm(env, &comm)?;
-    if mesh.cell_type == CellType::Tetrahedron && comm.size() > 1 {
-        return Err(parloop::Error::Usage(
-            "--mesh with tetrahedra runs on one process (the 3-D wave is not run distributed \
-             by this example)"
-                .into(),
-        ));
-    }
-    let mut w = if comm.size() > 1 {
-        Wave::distributed(&ctx, mesh, a.dt as f32, parloop::dist::Partitioner::KWay)?
-    } else {
-        Wave::on_mesh(&ctx, mesh, a.dt as f32)?
+    let (mut w, described) = match mesh {
+        Some(mesh) => {
+            if mesh.cell_type == CellType::Tetrahedron && comm.size() > 1 {
+                return Err(parloop::Error::Usage(
+                    "--mesh with tetrahedra runs on one process (the 3-D wave is not run \
+                     distributed by this example)"
+                        .into(),
+                ));
+            }
+            let w = if comm.size() > 1 {
+                Wave::distributed(&ctx, mesh, a.dt as f32, parloop::dist::Partitioner::KWay)?
+            } else {
+                Wave::on_mesh(&ctx, mesh, a.dt as f32)?
+            };
+            (w, described)
+        }
+        None => from_file(a, &ctx)?,
     };
     let e0 = w.energy()?;
     // Every rank writes its piece of each frame (nothing is gathered); rank 0 the .pvtu and
@@ -202,7 +262,12 @@ fn run(a: Args) -> Result<()> {
             after.halo_report(&before, steps as f64, wall)
         );
     }
-    let checksum = w.p.gather()?;
+    #[cfg(feature = "hdf5")]
+    if let Some(path) = &a.checkpoint {
+        w.checkpoint()?.write(path)?;
+    }
+    // Gathered only when asked for (a mesh no rank holds whole is never gathered).
+    let checksum = if a.checksum { w.p.gather()? } else { None };
     let table = if a.profile {
         Some(ctx.profile_table()?)
     } else {
@@ -217,8 +282,8 @@ fn run(a: Args) -> Result<()> {
     println!("adapter:        {}", ctx.adapter());
     println!(
         "mesh:           {described}, {} vertices, {} {}",
-        w.mesh.nvertices(),
-        w.mesh.ncells(),
+        w.vertices.global_size(),
+        w.cells.global_size(),
         cells_called(w.mesh.cell_type)
     );
     println!(

@@ -422,6 +422,11 @@ impl Distributed {
         k.map(|k| self.maps[k].clone())
             .ok_or_else(|| self.missing("map", name, self.map_names.iter()))
     }
+    /// The type of the Dat named `name`, if the distribution has one (not yet taken).
+    pub fn dat_type(&self, name: &str) -> Option<crate::types::DType> {
+        let k = self.dat_names.iter().position(|d| d.0 == name)?;
+        self.dats[k].as_ref().map(|_| self.dat_names[k].1)
+    }
     /// Whether the distribution has a Dat named `name` (not yet taken).
     pub fn has_dat(&self, name: &str) -> bool {
         self.dat_names

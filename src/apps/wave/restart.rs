@@ -32,7 +32,7 @@ impl Wave {
 
     /// This rank's part of the wave on a mesh distributed from blocks (a file read with
     /// `h5::MeshFile`, or a checkpoint), with the names of [`Wave::block_mesh`]: triangles
-    /// (3 vertices, 2-D coordinates) or tetrahedra (4, 3-D). p and phi are the part's Dats of
+    /// (3 vertices, 2-D coordinates, f32 or f64) or tetrahedra (4, 3-D). p and phi are the part's Dats of
     /// those names where the file has them (a checkpoint), else p's initial values and phi = 0.
     /// No rank holds the mesh, so `mesh` has the cell type only (no vertices or cells): write
     /// frames with `mesh::pvtu::PartSeries`.
@@ -40,7 +40,16 @@ impl Wave {
         let vertices = part.set_named("vertices")?;
         let cells = part.set_named("cells")?;
         let c2v = part.map_named("cell_vertices")?;
-        let coords = part.dat_named::<f32>("coords")?;
+        // Coordinates in f64 (a Gmsh mesh converted in its precision) run in f32.
+        let coords = if part.dat_type("coords") == Some(crate::types::DType::F64) {
+            let c64 = part.dat_named::<f64>("coords")?;
+            let values: Vec<f32> = c64.data_ro()?.iter().map(|&v| v as f32).collect();
+            let mut c = ctx.dat_zeros::<f32>("coords", &vertices, c64.dim())?;
+            c.set_data(&values)?;
+            c
+        } else {
+            part.dat_named::<f32>("coords")?
+        };
         let cell_type = match (c2v.arity(), coords.dim()) {
             (3, 2) => CellType::Triangle,
             (4, 3) => CellType::Tetrahedron,

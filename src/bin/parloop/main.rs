@@ -16,6 +16,8 @@ mod bench;
 mod bench_solver;
 #[cfg(not(target_arch = "wasm32"))]
 mod bench_tune;
+#[cfg(all(feature = "hdf5", not(target_arch = "wasm32")))]
+mod convert;
 
 #[cfg(not(target_arch = "wasm32"))]
 mod cli {
@@ -76,6 +78,18 @@ mod cli {
                 std::iter::once(parloop::Variant::AUTO).chain(parloop::Variant::ALL).map(|v| v.name())
             ))]
             strategies: Vec<String>,
+        },
+        /// Convert a Gmsh mesh (`.msh`) or OP2's Airfoil grid (`new_grid.dat`) into a parloop
+        /// mesh file (HDF5), which every rank of a distributed run reads only its blocks of.
+        #[cfg(feature = "hdf5")]
+        Convert {
+            /// The mesh to read.
+            input: PathBuf,
+            /// The HDF5 file to write.
+            output: PathBuf,
+            /// Store coordinates (and Airfoil's state) as f32 (default: f64).
+            #[arg(long)]
+            f32: bool,
         },
         /// Partition a loop graph (JSON) into the fewest valid loops.
         Partition {
@@ -138,6 +152,8 @@ mod cli {
                 iterations,
                 strategies,
             } => crate::bench::run(crate::bench::Sizes::named(&size, iterations), &strategies),
+            #[cfg(feature = "hdf5")]
+            Command::Convert { input, output, f32 } => crate::convert::run(&input, &output, f32),
             Command::Info => {
                 let choice = parloop::AdapterChoice::parse(
                     &std::env::var("PARLOOP_ADAPTER").unwrap_or_default(),
