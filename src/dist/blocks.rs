@@ -266,7 +266,17 @@ fn distribute_blocks(
     };
     let (name, n) = blocks.sizes[primary].clone();
     let range = blocks.range(primary);
+    let mut phases = Vec::new();
+    let mut lap = {
+        let mut t = t0;
+        move |name: &'static str, phases: &mut Vec<(&'static str, f64)>| {
+            let now = crate::util::now_ms();
+            phases.push((name, now - t));
+            t = now;
+        }
+    };
     let (xadj, adjncy) = blocks.dual_graph(primary);
+    lap("dual graph", &mut phases);
     let owners0 = match partitioner {
         Partitioner::Block => vec![rank as u32; range.len()],
         Partitioner::Owners(o) => {
@@ -297,13 +307,17 @@ fn distribute_blocks(
         }
         Partitioner::Scotch => scotch_part(ctx, &xadj, &adjncy)?,
     };
+    lap("partition", &mut phases);
     let edge_cut = blocks.edge_cut(primary, &xadj, &adjncy, &owners0);
     drop((xadj, adjncy));
+    lap("edge cut", &mut phases);
     let owners = blocks
         .owners(primary, owners0)
         .map_err(|e| Error::Data(format!("distributing the mesh: {e}")))?;
+    lap("owners", &mut phases);
     let (part, shared) = blocks.local_part(&owners);
     drop(owners);
+    lap("part", &mut phases);
     let maps = blocks
         .maps
         .iter()
@@ -326,6 +340,8 @@ fn distribute_blocks(
         })
         .collect();
     let mut out = assemble(ctx, &blocks.sizes, maps, part, shared, dats)?;
+    lap("maps and Dats", &mut phases);
+    out.phase_ms = phases;
     out.edge_cut = edge_cut;
     out.partition_ms = crate::util::now_ms() - t0;
     Ok(out)

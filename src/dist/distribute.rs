@@ -104,6 +104,9 @@ pub struct Distributed {
     pub edge_cut: usize,
     /// Time spent partitioning and building this rank's part, in milliseconds.
     pub partition_ms: f64,
+    /// The steps of the distribution and their times in milliseconds on this rank (a mesh in
+    /// blocks: the dual graph, the partition, the owners, the part, the maps and Dats).
+    pub phase_ms: Vec<(&'static str, f64)>,
 }
 
 impl Distribution {
@@ -406,6 +409,7 @@ pub(crate) fn assemble(
         sizes,
         edge_cut: 0,
         partition_ms: 0.0,
+        phase_ms: Vec::new(),
     })
 }
 
