@@ -168,7 +168,11 @@ fn run(a: Args) -> Result<()> {
                 .collect();
             d.dat("coords", vertices, 2, &xy)?;
             drop(xy);
-            line += &format!(" generate {:.0} ms (peak {:.0} MiB)", lap(&mut t), peak_mib());
+            line += &format!(
+                " generate {:.0} ms (peak {:.0} MiB)",
+                lap(&mut t),
+                peak_mib()
+            );
             let part = d.distribute(cells, Partitioner::KWay)?;
             line += &format!(
                 ", partition and distribute {:.0} ms (peak {:.0} MiB); edge cut {} (METIS)",

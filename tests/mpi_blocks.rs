@@ -12,7 +12,7 @@ mod mpirun;
 #[path = "common/decl.rs"]
 mod decl;
 
-use decl::{airfoil, blocks, global, same_part, triangles};
+use decl::{airfoil, blocks, duplicates, global, same_part, triangles};
 use parloop::dist::{Comm, Partitioner};
 use parloop::{Config, Context};
 
@@ -25,7 +25,12 @@ fn same_part_worker() {
     let comm = Comm::world().unwrap();
     let ctx = Context::with_comm(Config::from_env().unwrap(), &comm).unwrap();
     let ranks = ctx.ranks();
-    for (mesh, d) in [("airfoil", airfoil(12, 6)), ("triangles", triangles(9))] {
+    let meshes = [
+        ("airfoil", airfoil(12, 6)),
+        ("triangles", triangles(9)),
+        ("duplicate targets", duplicates()),
+    ];
+    for (mesh, d) in meshes {
         let n = d.sets[d.primary].1;
         let scattered: Vec<u32> = (0..n).map(|e| ((e * 7 + e / 5) % ranks) as u32).collect();
         let mut parts = vec![

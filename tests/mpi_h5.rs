@@ -267,3 +267,236 @@ fn the_wave_restarts_from_a_checkpoint_bit_for_bit_on_the_same_ranks_and_to_roun
     parloop::h5::write(&grid, &b).unwrap();
     restart("wave", &grid, nv, 1);
 }
+
+/// `parloop convert` of a Gmsh mesh: the wave read from the file (one process, so the part is
+/// the whole mesh in its order) runs as the wave on the mesh itself; p differs only by the
+/// initial values computed from f32 rather than f64 coordinates.
+#[test]
+fn parloop_convert_writes_a_gmsh_mesh_the_wave_runs_on() {
+    use parloop::apps::wave::Wave;
+    let msh = concat!(env!("CARGO_MANIFEST_DIR"), "/data/channel.msh");
+    let h5 = scratch("channel.h5");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_parloop"))
+        .args(["convert", msh, h5.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("8339 triangles, 4318 vertices"), "{said}");
+    let ctx = Context::new().unwrap();
+    let file = MeshFile::read(&ctx, &h5).unwrap();
+    let cells = file.mesh.find_set("cells").unwrap();
+    let mut part = file.mesh.distribute(cells, Partitioner::Block).unwrap();
+    let mut a = Wave::from_part(&ctx, &mut part, 0.001).unwrap();
+    let mut b = Wave::on_mesh(&ctx, parloop::mesh::gmsh::read_file(msh).unwrap(), 0.001).unwrap();
+    for _ in 0..20 {
+        a.step().unwrap();
+        b.step().unwrap();
+    }
+    let (pa, pb) = (
+        a.p.data_ro().unwrap().to_vec(),
+        b.p.data_ro().unwrap().to_vec(),
+    );
+    assert_eq!(pa.len(), 4318);
+    let worst = pa
+        .iter()
+        .zip(&pb)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max);
+    assert!(worst < 1e-6, "p differs by {worst:e}");
+    // A file that is not a mesh: an error naming it, exit status 2.
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_parloop"))
+        .args(["convert", "/nonexistent.msh", h5.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("/nonexistent.msh"));
+}
+
+/// `parloop convert` of OP2's grid (new_grid.dat): Airfoil read from the file runs as Airfoil
+/// on the grid itself, bit for bit (one process: the same numbering, the same f32 values).
+#[test]
+fn parloop_convert_writes_op2_s_grid_airfoil_runs_on() {
+    use parloop::apps::airfoil::Airfoil;
+    let m = parloop::mesh::airfoil::naca0012(24, 12);
+    let dat = scratch("new_grid.dat");
+    std::fs::write(&dat, m.to_grid_dat()).unwrap();
+    let m = parloop::mesh::airfoil::AirfoilMesh::from_grid_dat(&m.to_grid_dat()).unwrap();
+    let h5 = scratch("grid.h5");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_parloop"))
+        .args([
+            "convert",
+            dat.to_str().unwrap(),
+            h5.to_str().unwrap(),
+            "--f32",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ctx = Context::new().unwrap();
+    let file = MeshFile::read(&ctx, &h5).unwrap();
+    let cells = file.mesh.find_set("cells").unwrap();
+    let mut part = file.mesh.distribute(cells, Partitioner::Block).unwrap();
+    let a = Airfoil::<f32>::from_part(&ctx, &mut part).unwrap();
+    let b = Airfoil::new(&ctx, &m).unwrap();
+    for _ in 0..5 {
+        a.iteration(None).unwrap();
+        b.iteration(None).unwrap();
+    }
+    assert_eq!(&*a.q.data_ro().unwrap(), &*b.q.data_ro().unwrap());
+}
+
+/// Runs Python 3 with h5py (Debian's python3-h5py): the reader and writer independent of
+/// parloop's. None where h5py is missing outside CI (in CI it is required).
+fn h5py(script: &str) -> Option<String> {
+    let out = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", script])
+        .output();
+    match out {
+        Ok(o) if o.status.success() => Some(String::from_utf8_lossy(&o.stdout).into_owned()),
+        other => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "h5py (python3-h5py) is needed in CI: {other:?}"
+            );
+            eprintln!("skipped h5py: {other:?}");
+            None
+        }
+    }
+}
+
+#[test]
+fn h5py_reads_the_layout_parloop_writes() {
+    let path = scratch("layout.h5");
+    let ctx = Context::new().unwrap();
+    let m = parloop::mesh::airfoil::naca0012(12, 6);
+    let mesh = parloop::apps::airfoil::Airfoil::<f64>::block_mesh(&ctx, &m).unwrap();
+    parloop::h5::write(&path, &mesh).unwrap();
+    let script = format!(
+        "import h5py\nf = h5py.File({:?}, 'r')\n\
+         print(f.attrs['format'], f.attrs['version'])\n\
+         print(*[(k, int(f['sets'][k].attrs['size'])) for k in sorted(f['sets'])])\n\
+         p = f['maps']['pecell']\n\
+         print(p.shape, p.dtype, p.attrs['from'], p.attrs['to'], *p[5])\n\
+         x = f['dats']['x']\n\
+         print(x.shape, x.dtype, x.attrs['set'], repr(x[7, 0]), repr(x[7, 1]))\n",
+        path.to_str().unwrap()
+    );
+    let Some(out) = h5py(&script) else { return };
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "parloop mesh 1");
+    let (nn, nc, ne, nb) = m.counts();
+    assert_eq!(
+        lines[1],
+        format!("('bedges', {nb}) ('cells', {nc}) ('edges', {ne}) ('nodes', {nn})")
+    );
+    let e = m.ecells[5];
+    assert_eq!(
+        lines[2],
+        format!("({ne}, 2) uint32 edges cells {} {}", e[0], e[1])
+    );
+    assert_eq!(
+        lines[3],
+        format!("({nn}, 2) float64 nodes {:?} {:?}", m.x[7][0], m.x[7][1])
+    );
+}
+
+#[test]
+#[ignore = "run by the other tests under mpirun"]
+fn checkpoint_of_plain_sets_worker() {
+    let Some(out) = mpirun::out_path() else {
+        return;
+    };
+    let ctx = world();
+    let s = parloop::Set::new("s", 4 + ctx.rank());
+    let d = ctx.dat_zeros::<f32>("d", &s, 1).unwrap();
+    let mut c = parloop::h5::Checkpoint::new(&ctx);
+    c.dat(&d).unwrap();
+    let err = c
+        .write(scratch("plain.h5"))
+        .err()
+        .expect("an error on every rank");
+    assert!(
+        err.to_string().contains("set `s` was not distributed"),
+        "{err}"
+    );
+    if ctx.rank() == 0 {
+        std::fs::write(out, bytemuck::cast_slice(&[1.0f32])).unwrap();
+    }
+}
+
+#[test]
+fn bad_contents_and_names_are_errors_that_name_them() {
+    // Files h5py writes: a map with a -1 "no target" marker, a map of floats, a negative and
+    // a huge set size; each an error on 2 ranks and on one process.
+    let cases = [
+        (
+            "negative.h5",
+            "m[:] = [[0, 1], [1, -1]]",
+            "i8",
+            "value -1 at element 1, index 1",
+        ),
+        (
+            "float.h5",
+            "m[:] = [[0, 1], [1, 0]]",
+            "f8",
+            "does not hold integers",
+        ),
+        (
+            "size.h5",
+            "f['sets']['a'].attrs['size'] = -5",
+            "u4",
+            "has size -5",
+        ),
+        (
+            "huge.h5",
+            "f['sets']['a'].attrs['size'] = 2**40",
+            "u4",
+            "has size 1099511627776",
+        ),
+    ];
+    let ctx = Context::new().unwrap();
+    for (name, change, dtype, expect) in cases {
+        let path = scratch(name);
+        let script = format!(
+            "import h5py, numpy as np\nf = h5py.File({:?}, 'w')\n\
+             f.attrs['format'] = 'parloop mesh'\nf.attrs['version'] = np.uint64(1)\n\
+             for i, n in enumerate(['a', 'b']):\n\
+             \x20   g = f.create_group('sets/' + n)\n\
+             \x20   g.attrs['size'] = np.uint64(2)\n\
+             \x20   g.attrs['order'] = np.uint64(i)\n\
+             m = f.create_dataset('maps/m', (2, 2), dtype='{dtype}')\n\
+             m.attrs['from'] = 'a'\nm.attrs['to'] = 'b'\nm.attrs['order'] = np.uint64(0)\n\
+             m[:] = [[0, 1], [1, 0]]\n{change}\nf.create_group('dats')\nf.close()\n",
+            path.to_str().unwrap()
+        );
+        if h5py(&script).is_none() {
+            return;
+        }
+        let err = MeshFile::read(&ctx, &path).err().expect("an error");
+        assert!(err.to_string().contains(expect), "{name}: {err}");
+        let env = [("FILE", path.to_str().unwrap()), ("EXPECT", expect)];
+        assert_eq!(mpirun::mpirun_env(2, "bad_file_worker", &env), vec![1.0]);
+    }
+    // Names HDF5 cannot hold are refused before anything is written.
+    let mut b = parloop::dist::BlockMesh::new(&ctx);
+    b.set("a/b", 1);
+    let err = parloop::h5::write(scratch("names.h5"), &b).unwrap_err();
+    assert!(
+        err.to_string().contains("set `a/b` cannot be written"),
+        "{err}"
+    );
+    // A checkpoint of sets that were not distributed, on 2 ranks.
+    assert_eq!(
+        mpirun::mpirun(2, "checkpoint_of_plain_sets_worker", "block"),
+        vec![1.0]
+    );
+}

@@ -68,6 +68,15 @@ fn write_worker() {
     ];
     s.write(0.01, &w.c2v, CellType::Triangle, &w.coords, &fields)
         .unwrap();
+    // A cell field given as a vertex field: an error on every rank, before any exchange.
+    let wrong = [PartField::vertices(&cd).unwrap()];
+    let err = s
+        .write(0.02, &w.c2v, CellType::Triangle, &w.coords, &wrong)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("field `cx` is on `cells`"),
+        "{err}"
+    );
     if ctx.rank() == 0 {
         std::fs::write(out, bytemuck::cast_slice(&[1.0f32])).unwrap();
     }

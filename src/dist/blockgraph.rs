@@ -15,9 +15,13 @@ impl Blocks<'_> {
         let start = self.range(primary).start;
         // Every group, whole, at the rank holding each member, as (member, neighbour) pairs.
         let mut pairs: Vec<Vec<u32>> = vec![Vec::new(); p];
+        // A group counts each element once (a row may name a target twice).
         let add_group = |g: &[u32], pairs: &mut Vec<Vec<u32>>| {
+            let mut g = g.to_vec();
+            g.sort_unstable();
+            g.dedup();
             if g.len() > 1 && g.len() <= MAX_GROUP {
-                for &a in g {
+                for &a in &g {
                     let q = super::rendezvous::block_of(n, p, a);
                     for &b in g.iter().filter(|&&b| b != a) {
                         pairs[q].extend([a, b]);

@@ -149,7 +149,6 @@ impl BlockMesh {
         dim: usize,
         values: &[T],
     ) -> Result<GlobalDat<T>> {
-        self.ctx.check_dtype("Dat", name, T::DTYPE)?;
         let block = self.range(set);
         let checked = if dim == 0 || values.len() != block.len() * dim {
             Err(Error::Data(format!(
@@ -219,7 +218,6 @@ impl BlockMesh {
         dtype: DType,
         words: Vec<u32>,
     ) -> Result<()> {
-        self.ctx.check_dtype("Dat", name, dtype)?;
         let expected = self.range(set).len() * dim * dtype.words();
         if dim == 0 || words.len() != expected {
             return Err(Error::Data(format!(
@@ -248,6 +246,39 @@ impl BlockMesh {
     }
 }
 
+/// Checks that every rank declared the same sets, maps and Dats (a hash compared over the
+/// ranks: each rank's blocks are found from the global sizes, so sizes that differ would send
+/// ids to the wrong ranks) and that every size fits parloop's 32-bit element ids.
+fn same_declarations(ctx: &Context, mesh: &BlockMesh) -> Result<()> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    mesh.sets.hash(&mut h);
+    for (name, m) in &mesh.maps {
+        (name, m.from, m.to, m.arity).hash(&mut h);
+    }
+    for d in &mesh.dats {
+        (&d.name, d.set, d.dim, d.dtype.words()).hash(&mut h);
+    }
+    let what = "comparing the ranks' declarations";
+    let (lo, hi) = ctx.comm().min_max(h.finish(), what);
+    if lo != hi {
+        return Err(Error::Usage(format!(
+            "distributing the mesh: rank {} of {} declared other sets, maps or Dats than \
+             another rank (names, global sizes, arities, dims and types must be the same on \
+             every rank; only the blocks' values differ)",
+            ctx.rank(),
+            ctx.ranks()
+        )));
+    }
+    if let Some((name, n)) = mesh.sets.iter().find(|s| s.1 >= u32::MAX as usize) {
+        return Err(Error::Data(format!(
+            "set `{name}` has {n} elements; parloop numbers elements with 32-bit ids (fewer \
+             than 4294967295 per set)"
+        )));
+    }
+    Ok(())
+}
+
 /// This rank's part of a mesh known in blocks: the dual graph built and partitioned in
 /// blocks, owners derived and the part built by rendezvous, Dats fetched by global id.
 fn distribute_blocks(
@@ -258,6 +289,7 @@ fn distribute_blocks(
 ) -> Result<Distributed> {
     let t0 = crate::util::now_ms();
     let (ranks, rank) = (ctx.ranks(), ctx.rank());
+    same_declarations(ctx, &mesh)?;
     let (map_names, maps): (Vec<String>, Vec<BlockMap>) = mesh.maps.into_iter().unzip();
     let blocks = Blocks {
         comm: ctx.comm(),

@@ -388,6 +388,9 @@ pub(crate) fn assemble(
             )
         })
         .collect::<Result<Vec<Map>>>()?;
+    for d in &dats {
+        ctx.check_dtype("Dat", &d.0, d.3)?;
+    }
     let dat_names = dats.iter().map(|d| (d.0.clone(), d.3)).collect();
     let dats = dats
         .into_iter()

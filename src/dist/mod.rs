@@ -117,6 +117,11 @@ pub(crate) fn dual_graph(
             groups.extend(m.values.chunks(m.arity).map(<[u32]>::to_vec));
         }
     }
+    // A group counts each element once (a row may name a target twice).
+    for g in &mut groups {
+        g.sort_unstable();
+        g.dedup();
+    }
     let mut adj: Vec<Vec<u32>> = vec![Vec::new(); n];
     for g in groups
         .iter()

@@ -12,6 +12,7 @@ use std::ffi::{c_int, c_void};
 #[link(name = "ptscotcherr")]
 unsafe extern "C" {
     fn SCOTCH_numSizeof() -> c_int;
+    fn SCOTCH_randomReset();
     fn SCOTCH_contextAlloc() -> *mut c_void;
     fn SCOTCH_contextInit(context: *mut c_void) -> c_int;
     fn SCOTCH_contextOptionSetNum(context: *mut c_void, option: c_int, value: i32) -> c_int;
@@ -80,6 +81,8 @@ unsafe fn deterministic_part(
                 && SCOTCH_contextOptionSetNum(context, RANDOM_FIXED_SEED, 1) == 0
                 && SCOTCH_contextBindDgraph(context, graph, bound) == 0
             {
+                // The process-wide generator too (sequential Scotch on folded graphs).
+                SCOTCH_randomReset();
                 out = if SCOTCH_dgraphPart(bound, nparts, strat, parts.as_mut_ptr()) == 0 {
                     Ok(())
                 } else {
@@ -120,6 +123,17 @@ pub(crate) fn part(comm: &Comm, xadj: &[u32], adjncy: &[u32]) -> Result<Vec<u32>
         ));
     }
     let too_big = || fail("the graph is too large for 32-bit PT-Scotch and so it");
+    // Decided together: a rank that stopped here alone would leave the others in PT-Scotch.
+    let fits = i32::try_from(n).is_ok()
+        && i32::try_from(adjncy.len()).is_ok()
+        && adjncy.iter().chain(xadj).all(|&v| v <= i32::MAX as u32);
+    if comm
+        .min_max(u64::from(!fits), "checking the graph's size")
+        .1
+        == 1
+    {
+        return Err(too_big());
+    }
     let mut vert: Vec<i32> = xadj
         .iter()
         .map(|&v| i32::try_from(v).map_err(|_| too_big()))

@@ -99,6 +99,18 @@ impl Checkpoint {
     /// The blocks of everything added: owned elements sent to the blocks of their global ids.
     fn blocks(&self) -> Result<BlockMesh> {
         let comm = self.ctx.comm();
+        if let Some(s) = self
+            .sets
+            .iter()
+            .find(|s| comm.size() > 1 && s.global_ids().is_none())
+        {
+            return Err(Error::Usage(format!(
+                "a checkpoint on {} ranks: set `{}` was not distributed (each rank has its own; \
+                 a checkpoint holds the sets of a distribution)",
+                comm.size(),
+                s.name()
+            )));
+        }
         let mut mesh = BlockMesh::new(&self.ctx);
         let ids = |s: &Set| -> Vec<u32> {
             match s.global_ids() {

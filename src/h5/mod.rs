@@ -93,6 +93,10 @@ fn write_contents(
 ) -> Result<()> {
     let ctx = mesh.context();
     let e = |what: &str| h5err(path, what);
+    check_names(mesh, globals)?;
+    // A raw write that fails on one rank is reported after every rank has made every
+    // collective creation (a rank leaving early would hang the others).
+    let mut failed: Option<Error> = None;
     put_str(file, "format", FORMAT).map_err(e("writing the format"))?;
     put_u64(file, "version", VERSION).map_err(e("writing the version"))?;
     if let Some(s) = step {
@@ -120,7 +124,9 @@ fn write_contents(
         put_str(&ds, "to", sets[m.to].0).map_err(&we)?;
         put_u64(&ds, "order", k as u64).map_err(&we)?;
         let r = block(mesh, n);
-        write_block(&ds, &m.rows, r, m.arity).map_err(&we)?;
+        if let Err(x) = write_block(&ds, &m.rows, r, m.arity) {
+            failed.get_or_insert(we(x));
+        }
     }
     let g = file.create_group("dats").map_err(e("creating /dats"))?;
     for (k, d) in mesh.block_dats().iter().enumerate() {
@@ -136,13 +142,17 @@ fn write_contents(
         .map_err(&we)?;
         put_str(&ds, "set", sets[d.set].0).map_err(&we)?;
         put_u64(&ds, "order", k as u64).map_err(&we)?;
-        match d.dtype {
+        let written = match d.dtype {
             DType::F32 => write_block::<f32>(&ds, bytemuck::cast_slice(&d.words), r, d.dim),
-            DType::F64 => write_block::<f64>(&ds, bytemuck::cast_slice(&d.words), r, d.dim),
+            DType::F64 => {
+                write_block::<f64>(&ds, &bytemuck::pod_collect_to_vec(&d.words), r, d.dim)
+            }
             DType::U32 => write_block::<u32>(&ds, &d.words, r, d.dim),
             DType::I32 => write_block::<i32>(&ds, bytemuck::cast_slice(&d.words), r, d.dim),
+        };
+        if let Err(x) = written {
+            failed.get_or_insert(we(x));
         }
-        .map_err(&we)?;
     }
     if !globals.is_empty() {
         let g = file
@@ -171,13 +181,45 @@ fn write_contents(
             .map_err(&we)?;
             // Every rank holds the same values; rank 0 writes them.
             if ctx.rank() == 0 {
-                match dtype {
+                let written = match dtype {
                     DType::F32 => ds.write_raw(bytemuck::cast_slice::<u32, f32>(words)),
                     DType::F64 => ds.write_raw(&bytemuck::pod_collect_to_vec::<u32, f64>(words)),
                     DType::U32 => ds.write_raw(&words[..]),
                     DType::I32 => ds.write_raw(bytemuck::cast_slice::<u32, i32>(words)),
+                };
+                if let Err(x) = written {
+                    failed.get_or_insert(we(x));
                 }
-                .map_err(&we)?;
+            }
+        }
+    }
+    failed.map_or(Ok(()), Err)
+}
+
+/// Every name is an HDF5 link name (not empty, no `/`, not `.`), and no two objects of a
+/// kind share one: checked before anything is created (the same on every rank).
+fn check_names(mesh: &BlockMesh, globals: &[GlobalWords]) -> Result<()> {
+    let kinds: [(&str, Vec<&str>); 4] = [
+        ("set", mesh.sets().map(|s| s.0).collect()),
+        ("map", mesh.block_maps().map(|m| m.0).collect()),
+        (
+            "Dat",
+            mesh.block_dats().iter().map(|d| d.name.as_str()).collect(),
+        ),
+        ("Global", globals.iter().map(|g| g.0.as_str()).collect()),
+    ];
+    for (kind, names) in kinds {
+        for (k, name) in names.iter().enumerate() {
+            if name.is_empty() || name.contains('/') || *name == "." {
+                return Err(Error::Usage(format!(
+                    "{kind} `{name}` cannot be written to an HDF5 file: a name there is not \
+                     empty, not `.` and has no `/`"
+                )));
+            }
+            if names[..k].contains(name) {
+                return Err(Error::Usage(format!(
+                    "two {kind}s are named `{name}`: a mesh file names each once"
+                )));
             }
         }
     }

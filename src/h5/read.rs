@@ -117,6 +117,49 @@ fn read_rows<T: hdf5::H5Type + bytemuck::Pod>(
     Ok(bytemuck::pod_collect_to_vec(&v))
 }
 
+/// Rows `r` of a map's dataset: integers of any width, each in 0..2^32 - 1 (a negative
+/// "no target" marker or a float is an error, not a value converted to another).
+fn read_map_rows(
+    path: &Path,
+    what: &str,
+    ds: &hdf5::Dataset,
+    r: std::ops::Range<usize>,
+) -> Result<Vec<u32>> {
+    let e = h5err(path, what);
+    let integer = matches!(
+        ds.dtype().and_then(|t| t.to_descriptor()).map_err(&e)?,
+        TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_)
+    );
+    if !integer {
+        return Err(Error::Data(format!(
+            "{}: {what} does not hold integers (a map's targets are element numbers)",
+            path.display()
+        )));
+    }
+    if r.is_empty() {
+        return Ok(Vec::new());
+    }
+    let start = r.start;
+    let a = ds.read_slice_2d::<i64, _>((r, ..)).map_err(&e)?;
+    let arity = a.ncols().max(1);
+    a.iter()
+        .enumerate()
+        .map(|(k, &v)| {
+            u32::try_from(v)
+                .ok()
+                .filter(|&v| v != u32::MAX)
+                .ok_or_else(|| {
+                    Error::Data(format!(
+                        "{}: {what}: value {v} at element {}, index {} is not an element number",
+                        path.display(),
+                        start + k / arity,
+                        k % arity
+                    ))
+                })
+        })
+        .collect()
+}
+
 fn dtype_of(ds: &hdf5::Dataset) -> hdf5::Result<Option<DType>> {
     Ok(match ds.dtype()?.to_descriptor()? {
         TypeDescriptor::Float(FloatSize::U4) => Some(DType::F32),
@@ -129,13 +172,17 @@ fn dtype_of(ds: &hdf5::Dataset) -> hdf5::Result<Option<DType>> {
 
 fn read_raw(ctx: &Context, path: &Path) -> Result<Raw> {
     let e = |what: &str| h5err(path, what);
-    if !path.exists() {
-        return Err(Error::Data(format!(
+    // Decided together before the collective open (a path that exists on some ranks only).
+    let exists = if path.exists() {
+        Ok(())
+    } else {
+        Err(Error::Data(format!(
             "{}: no such file (a parloop mesh file: `parloop convert` writes one from a Gmsh \
              mesh or OP2's grid)",
             path.display()
-        )));
-    }
+        )))
+    };
+    ctx.agree(exists, &format!("opening {}", path.display()))?;
     let file = open(ctx.comm(), path, false).map_err(e("opening the file"))?;
     // Every group and dataset handle is closed before the file.
     let raw = read_contents(ctx, path, &file)?;
@@ -165,10 +212,14 @@ fn read_contents(ctx: &Context, path: &Path, file: &hdf5::File) -> Result<Raw> {
         .map_err(e("reading /sets"))?
         .into_iter()
         .map(|(name, s)| {
-            Ok((
-                name.clone(),
-                get_u64(&s, "size").map_err(e(&name))? as usize,
-            ))
+            let size = s.attr("size").and_then(|a| a.read_scalar::<i64>());
+            match size.map_err(e(&name))? {
+                n if (0..u32::MAX as i64).contains(&n) => Ok((name, n as usize)),
+                n => Err(Error::Data(format!(
+                    "{}: set `{name}` has size {n}; a set holds 0 to 4294967294 elements",
+                    path.display()
+                ))),
+            }
         })
         .collect::<Result<_>>()?;
     let size_of = |set: &str, what: &str| -> Result<usize> {
@@ -198,7 +249,7 @@ fn read_contents(ctx: &Context, path: &Path, file: &hdf5::File) -> Result<Raw> {
                 path.display()
             )));
         }
-        let rows = read_rows::<u32>(&ds, block(n)).map_err(e(&what))?;
+        let rows = read_map_rows(path, &what, &ds, block(n))?;
         maps.push((name, from, to, shape[1], rows));
     }
     let mut dats = Vec::new();

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 pub struct PartField {
     name: String,
     on: On,
+    set: Set,
     dtype: DType,
     dim: usize,
     /// This rank's owned values.
@@ -37,6 +38,7 @@ impl PartField {
         Ok(PartField {
             name: dat.name().to_string(),
             on,
+            set: dat.set().clone(),
             dtype: T::DTYPE,
             dim: dat.dim(),
             words: bytemuck::cast_slice(&dat.data_ro()?).to_vec(),
@@ -130,6 +132,30 @@ impl PartSeries {
                 c2v.name()
             )));
         }
+        if self.ctx.ranks() > 1 && (cells.global_ids().is_none() || verts.global_ids().is_none()) {
+            return Err(Error::Usage(format!(
+                "writing a frame on {} ranks: map `{}` is not between distributed sets (every \
+                 rank would write the whole mesh)",
+                self.ctx.ranks(),
+                c2v.name()
+            )));
+        }
+        // Every field on the map's vertices or cells, checked before any exchange.
+        for f in fields {
+            let (set, what) = match f.on {
+                On::Vertices => (verts, "vertices"),
+                On::Cells => (cells, "cells"),
+            };
+            if !f.set.same(set) {
+                return Err(Error::Usage(format!(
+                    "writing a frame: field `{}` is on `{}`, not on the {what} of `{}` (`{}`)",
+                    f.name,
+                    f.set.name(),
+                    c2v.name(),
+                    set.name()
+                )));
+            }
+        }
         // The vertices this rank's cells use, numbered in local order.
         let rows = &c2v.values()[..cells.size() * per];
         let mut used = vec![u32::MAX; verts.total()];
@@ -174,16 +200,7 @@ impl PartSeries {
                 On::Cells => cells,
             };
             let w = f.dim * f.dtype.words();
-            if f.words.len() != set.size() * w {
-                return Err(Error::Usage(format!(
-                    "writing a frame: field `{}` has {} values per rank here, not one per owned \
-                     element of `{}` ({})",
-                    f.name,
-                    f.words.len() / w.max(1),
-                    set.name(),
-                    set.size()
-                )));
-            }
+            debug_assert_eq!(f.words.len(), set.size() * w, "a Dat's owned values");
             let words: Vec<u32> = match f.on {
                 On::Vertices => {
                     let all = self.with_halo(verts, w, f.words.clone())?;
@@ -202,14 +219,16 @@ impl PartSeries {
         }
         let fields: Vec<Field> = values
             .iter()
-            .map(
-                |(name, on, a, b)| match (on, a.is_empty() && !b.is_empty()) {
-                    (On::Vertices, false) => Field::vertices(name, a),
-                    (On::Vertices, true) => Field::vertices(name, b),
-                    (On::Cells, false) => Field::cells(name, a),
-                    (On::Cells, true) => Field::cells(name, b),
-                },
-            )
+            .zip(fields)
+            .map(|((name, on, a, b), f)| {
+                let field = match (on, f.dtype) {
+                    (On::Vertices, DType::F64) => Field::vertices(name, b),
+                    (On::Vertices, _) => Field::vertices(name, a),
+                    (On::Cells, DType::F64) => Field::cells(name, b),
+                    (On::Cells, _) => Field::cells(name, a),
+                };
+                field.with_components(f.dim)
+            })
             .collect();
         let path = self.dir.join(file);
         write_vtu(&path, &mesh, &fields).map_err(|e| Error::Data(e.to_string()))

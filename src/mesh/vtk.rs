@@ -30,6 +30,9 @@ pub struct Field<'a> {
     name: &'a str,
     on: On,
     values: Values<'a>,
+    /// Components per value when there are no values to count them from (an empty piece of a
+    /// parallel frame: its arrays must still match the other pieces').
+    components: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -53,7 +56,17 @@ impl<'a> Field<'a> {
             DType::F32 => Values::F32(bytemuck::cast_slice(values)),
             DType::U32 | DType::I32 => unreachable!("Real is sealed: f32 and f64 only"),
         };
-        Field { name, on, values }
+        Field {
+            name,
+            on,
+            values,
+            components: None,
+        }
+    }
+    /// The same field, with `n` components per value even where there are no values.
+    pub(crate) fn with_components(mut self, n: usize) -> Field<'a> {
+        self.components = Some(n);
+        self
     }
     fn len(&self) -> usize {
         match self.values {
@@ -68,13 +81,9 @@ impl<'a> Field<'a> {
             On::Vertices => ("vertices", self.len()),
             On::Cells => ("cells", self.len()),
         };
-        // An empty mesh takes empty fields (one component).
-        if count == 0 && len == 0 {
-            return Ok(Attribute::DataArray(
-                DataArray::scalars(self.name, 1).with_data(Vec::<f32>::new()),
-            ));
-        }
-        if count == 0 || len == 0 || !len.is_multiple_of(count) {
+        // An empty mesh takes empty fields (of the components given, else one).
+        let empty = count == 0 && len == 0;
+        if !empty && (count == 0 || len == 0 || !len.is_multiple_of(count)) {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
                 format!(
@@ -84,7 +93,11 @@ impl<'a> Field<'a> {
                 ),
             ));
         }
-        let dim = len / count;
+        let dim = if empty {
+            self.components.unwrap_or(1)
+        } else {
+            len / count
+        };
         fn pad<T: Copy + Default>(v: &[T], dim: usize) -> Vec<T> {
             if dim != 2 {
                 return v.to_vec();

@@ -51,6 +51,21 @@ pub fn airfoil(ni: usize, nj: usize) -> Decl {
     }
 }
 
+/// A map whose rows name a target twice: cell 0 is [0, 0], cell c is [0, c + 1], so node 0's
+/// group holds every cell once (64: at the dual graph's limit) however many times cell 0
+/// names it.
+pub fn duplicates() -> Decl {
+    let n = 64;
+    let mut rows = vec![0, 0];
+    rows.extend((1..n as u32).flat_map(|c| [0, c + 1]));
+    Decl {
+        sets: vec![("cells", n), ("nodes", n + 1)],
+        maps: vec![("c2n", 0, 1, 2, rows)],
+        dats: vec![("w", 0, 1, (0..n).map(|c| c as f32).collect())],
+        primary: 0,
+    }
+}
+
 pub fn triangles(n: usize) -> Decl {
     let m = parloop::mesh::unit_square(n);
     let nc = m.cells.len() / 3;
