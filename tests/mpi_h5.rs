@@ -297,6 +297,16 @@ fn parloop_convert_writes_a_gmsh_mesh_the_wave_runs_on() {
         a.step().unwrap();
         b.step().unwrap();
     }
+    // The physical groups: sets with a map to their parent; the inlet's vertices lie on x = 0.
+    assert!(said.contains("inlet: "), "{said}");
+    assert!(
+        said.contains("fluid: 8339 cells (map fluid_cells)"),
+        "{said}"
+    );
+    let inlet = part.map_named("inlet_vertices").unwrap();
+    let x = a.coords.data_ro().unwrap().to_vec();
+    assert!(!inlet.values().is_empty());
+    assert!(inlet.values().iter().all(|&v| x[2 * v as usize] == 0.0));
     let (pa, pb) = (
         a.p.data_ro().unwrap().to_vec(),
         b.p.data_ro().unwrap().to_vec(),
@@ -499,4 +509,49 @@ fn bad_contents_and_names_are_errors_that_name_them() {
         mpirun::mpirun(2, "checkpoint_of_plain_sets_worker", "block"),
         vec![1.0]
     );
+}
+
+#[test]
+#[ignore = "run by the other tests under mpirun"]
+fn globals_worker() {
+    let Some(out) = mpirun::out_path() else {
+        return;
+    };
+    let ctx = world();
+    let path = PathBuf::from(std::env::var("FILE").unwrap());
+    let d = triangles(6);
+    let mut part = decl::blocks(&ctx, &d, Partitioner::Block);
+    let c2v = part.map_named("c2v").unwrap();
+    let coords = part.dat_named::<f32>("coords").unwrap();
+    let t = ctx
+        .global("time", &[0.25f64.to_bits() as f32, 1.5])
+        .unwrap();
+    let n = ctx.global("count", &[7u32, 8, 9]).unwrap();
+    let mut c = parloop::h5::Checkpoint::new(&ctx);
+    c.map(&c2v)
+        .dat(&coords)
+        .unwrap()
+        .global(&t)
+        .unwrap()
+        .global(&n)
+        .unwrap()
+        .step(42);
+    c.write(&path).unwrap();
+    let f = MeshFile::read(&ctx, &path).unwrap();
+    assert_eq!(f.step(), Some(42));
+    assert_eq!(f.global::<f32>("time").unwrap(), t.value().unwrap());
+    assert_eq!(f.global::<u32>("count").unwrap(), vec![7, 8, 9]);
+    let err = f.global::<f32>("count").unwrap_err().to_string();
+    assert!(err.contains("holds u32 values, not f32"), "{err}");
+    assert!(f.global::<f32>("nothing").is_err());
+    if ctx.rank() == 0 {
+        std::fs::write(out, bytemuck::cast_slice(&[1.0f32])).unwrap();
+    }
+}
+
+#[test]
+fn a_checkpoint_keeps_its_globals_and_step() {
+    let path = scratch("globals.h5");
+    let env = [("FILE", path.to_str().unwrap())];
+    assert_eq!(mpirun::mpirun_env(2, "globals_worker", &env), vec![1.0]);
 }

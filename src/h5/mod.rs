@@ -14,7 +14,7 @@
 //! ```
 //!
 //! `order` keeps the declaration order (owners are derived through the maps in that order).
-//! Files come from `parloop convert` (Gmsh's `.msh`, OP2's Airfoil grid), from [`write`] (a
+//! Files come from `parloop convert` (Gmsh's `.msh`, OP2's Airfoil grid), from [`write()`] (a
 //! mesh a program generated in blocks) and from [`Checkpoint`].
 
 mod checkpoint;

@@ -16,6 +16,7 @@
 
 mod kernels;
 pub mod reference;
+#[cfg(not(target_arch = "wasm32"))]
 mod restart;
 
 pub use kernels::{KERNELS, KERNELS_3D};

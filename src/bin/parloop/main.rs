@@ -81,6 +81,8 @@ mod cli {
         },
         /// Convert a Gmsh mesh (`.msh`) or OP2's Airfoil grid (`new_grid.dat`) into a parloop
         /// mesh file (HDF5), which every rank of a distributed run reads only its blocks of.
+        /// Gmsh's physical groups become sets with a map to their parent (`<group>_cells` or
+        /// `<group>_vertices`).
         #[cfg(feature = "hdf5")]
         Convert {
             /// The mesh to read.
