@@ -13,19 +13,22 @@ impl Blocks<'_> {
         let p = self.comm.size();
         let n = self.sizes[primary].1;
         let start = self.range(primary).start;
-        // Every group, whole, at the rank holding each member, as (member, neighbour) pairs.
-        let mut pairs: Vec<Vec<u32>> = vec![Vec::new(); p];
+        // Every group, whole (its length, then its members), once to each rank whose block
+        // holds one of its members.
+        let mut groups: Vec<Vec<u32>> = vec![Vec::new(); p];
+        let mut dest: Vec<usize> = Vec::new();
         // A group counts each element once (a row may name a target twice).
-        let add_group = |g: &[u32], pairs: &mut Vec<Vec<u32>>| {
+        let mut add_group = |g: &[u32], groups: &mut Vec<Vec<u32>>| {
             let mut g = g.to_vec();
             g.sort_unstable();
             g.dedup();
             if g.len() > 1 && g.len() <= MAX_GROUP {
-                for &a in &g {
-                    let q = super::rendezvous::block_of(n, p, a);
-                    for &b in g.iter().filter(|&&b| b != a) {
-                        pairs[q].extend([a, b]);
-                    }
+                dest.clear();
+                dest.extend(g.iter().map(|&a| super::rendezvous::block_of(n, p, a)));
+                dest.dedup(); // members are sorted, so their blocks are too
+                for &q in &dest {
+                    groups[q].push(g.len() as u32);
+                    groups[q].extend_from_slice(&g);
                 }
             }
         };
@@ -45,37 +48,82 @@ impl Blocks<'_> {
                     .iter()
                     .flat_map(|m| m.chunks_exact(2).map(|c| (c[0], c[1])))
                     .collect();
+                drop(send);
                 got.sort_unstable();
                 got.dedup();
+                let mut g = Vec::new();
                 for group in got.chunk_by(|a, b| a.0 == b.0) {
-                    let g: Vec<u32> = group.iter().map(|x| x.1).collect();
-                    add_group(&g, &mut pairs);
+                    g.clear();
+                    g.extend(group.iter().map(|x| x.1));
+                    add_group(&g, &mut groups);
                 }
             }
             if m.to == primary {
                 for row in m.rows.chunks(m.arity) {
-                    add_group(row, &mut pairs);
+                    add_group(row, &mut groups);
                 }
             }
         }
-        let what = "building the dual graph: neighbours to their blocks";
-        let mut adj: Vec<(u32, u32)> = self
-            .comm
-            .all_to_all(&pairs, what)
-            .iter()
-            .flat_map(|m| m.chunks_exact(2).map(|c| (c[0], c[1])))
-            .collect();
-        adj.sort_unstable();
-        adj.dedup();
+        let what = "building the dual graph: groups to their members' blocks";
+        let got = self.comm.all_to_all(&groups, what);
+        drop(groups);
+        // Each member of this block gets the rest of each of its groups: counted, placed in
+        // CSR, then each row sorted and its repeats removed in place.
         let len = self.range(primary).len();
-        let mut xadj = vec![0u32; len + 1];
-        for &(a, _) in &adj {
-            xadj[a as usize - start + 1] += 1;
-        }
+        let mine = |a: u32| (a as usize).checked_sub(start).filter(|&l| l < len);
+        let each_group = |f: &mut dyn FnMut(&[u32])| {
+            for m in &got {
+                let mut i = 0;
+                while i < m.len() {
+                    let k = m[i] as usize;
+                    f(&m[i + 1..i + 1 + k]);
+                    i += 1 + k;
+                }
+            }
+        };
+        let mut count = vec![0usize; len + 1];
+        each_group(&mut |g| {
+            for &a in g {
+                if let Some(l) = mine(a) {
+                    count[l + 1] += g.len() - 1;
+                }
+            }
+        });
         for v in 0..len {
-            xadj[v + 1] += xadj[v];
+            count[v + 1] += count[v];
         }
-        (xadj, adj.into_iter().map(|x| x.1).collect())
+        let mut adj = vec![0u32; count[len]];
+        let mut at = count.clone();
+        each_group(&mut |g| {
+            for &a in g {
+                if let Some(l) = mine(a) {
+                    for &b in g.iter().filter(|&&b| b != a) {
+                        adj[at[l]] = b;
+                        at[l] += 1;
+                    }
+                }
+            }
+        });
+        drop(got);
+        let mut xadj = vec![0u32; len + 1];
+        let mut w = 0;
+        for v in 0..len {
+            let row = &mut adj[count[v]..count[v + 1]];
+            row.sort_unstable();
+            let mut k = 0;
+            for r in 0..row.len() {
+                if r == 0 || row[r] != row[r - 1] {
+                    row[k] = row[r];
+                    k += 1;
+                }
+            }
+            adj.copy_within(count[v]..count[v] + k, w);
+            w += k;
+            xadj[v + 1] = w as u32;
+        }
+        adj.truncate(w);
+        adj.shrink_to_fit();
+        (xadj, adj)
     }
 
     /// Edges of the dual graph (`xadj`, `adjncy` of this rank's block) whose ends have
