@@ -51,10 +51,14 @@ impl Blocks<'_> {
     /// `w` words per element of the elements `ids` of set `s`, whose block values here are
     /// `mine`: each id is asked of the rank whose block holds it.
     pub(crate) fn fetch(&self, s: usize, w: usize, mine: &[u32], ids: &[u32]) -> Vec<u32> {
-        let (n, p) = (self.sizes[s].1, self.ranks());
+        let (n, p, me) = (self.sizes[s].1, self.ranks(), self.comm.rank());
+        // Ids in this rank's own block are looked up here; the others are asked for.
         let mut ask = vec![Vec::new(); p];
         for &g in ids {
-            ask[block_of(n, p, g)].push(g);
+            let q = block_of(n, p, g);
+            if q != me {
+                ask[q].push(g);
+            }
         }
         let what = format!("looking up elements of `{}` by global id", self.sizes[s].0);
         let asked = self.comm.all_to_all(&ask, &what);
@@ -70,13 +74,20 @@ impl Blocks<'_> {
                 out
             })
             .collect();
+        drop(asked);
         let got = self.comm.all_to_all(&answers, &what);
+        drop(answers);
         let mut at = vec![0usize; p];
         let mut out = Vec::with_capacity(ids.len() * w);
         for &g in ids {
             let q = block_of(n, p, g);
-            out.extend_from_slice(&got[q][at[q]..at[q] + w]);
-            at[q] += w;
+            if q == me {
+                let l = g as usize - start;
+                out.extend_from_slice(&mine[l * w..(l + 1) * w]);
+            } else {
+                out.extend_from_slice(&got[q][at[q]..at[q] + w]);
+                at[q] += w;
+            }
         }
         out
     }
