@@ -42,6 +42,10 @@ enum Cmd {
         /// Skip the frame and the checkpoint.
         #[arg(long)]
         no_output: bool,
+        /// Partition in blocks instead of with PT-Scotch (to tell PT-Scotch's memory from the
+        /// rest of the distribution's).
+        #[arg(long)]
+        block: bool,
     },
     /// The global-array path: every rank makes the whole mesh, METIS partitions on rank 0.
     Global {
@@ -109,11 +113,20 @@ fn run(a: Args) -> Result<()> {
             let bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
             line += &format!(", file {:.1} MiB", bytes as f64 / 1048576.0);
         }
-        Cmd::Read { file, no_output } => {
+        Cmd::Read {
+            file,
+            no_output,
+            block,
+        } => {
             let f = parloop::h5::MeshFile::read(&ctx, &file)?;
             line += &format!(" read {:.0} ms (peak {:.0} MiB)", lap(&mut t), peak_mib());
             let cells = f.mesh.find_set("cells").expect("a set named cells");
-            let mut part = f.mesh.distribute(cells, Partitioner::Scotch)?;
+            let partitioner = if block {
+                Partitioner::Block
+            } else {
+                Partitioner::Scotch
+            };
+            let mut part = f.mesh.distribute(cells, partitioner)?;
             lap(&mut t);
             for (name, ms) in &part.phase_ms {
                 line += &format!(", {name} {ms:.0} ms");
