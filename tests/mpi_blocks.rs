@@ -12,7 +12,7 @@ mod mpirun;
 #[path = "common/decl.rs"]
 mod decl;
 
-use decl::{airfoil, blocks, duplicates, global, same_part, triangles};
+use decl::{airfoil, blocks, duplicates, global, same_part, tiny, triangles};
 use parloop::dist::{Comm, Partitioner};
 use parloop::{Config, Context};
 
@@ -29,6 +29,7 @@ fn same_part_worker() {
         ("airfoil", airfoil(12, 6)),
         ("triangles", triangles(9)),
         ("duplicate targets", duplicates()),
+        ("fewer cells than ranks", tiny()),
     ];
     for (mesh, d) in meshes {
         let n = d.sets[d.primary].1;

@@ -66,6 +66,20 @@ pub fn duplicates() -> Decl {
     }
 }
 
+/// Fewer elements than ranks: 2 cells, 3 nodes, 1 edge between the cells (on 3 ranks some
+/// ranks' blocks are empty).
+pub fn tiny() -> Decl {
+    Decl {
+        sets: vec![("cells", 2), ("nodes", 3), ("edges", 1)],
+        maps: vec![
+            ("c2n", 0, 1, 2, vec![0, 1, 1, 2]),
+            ("e2c", 2, 0, 2, vec![0, 1]),
+        ],
+        dats: vec![("w", 1, 1, vec![1.0, 2.0, 3.0])],
+        primary: 0,
+    }
+}
+
 pub fn triangles(n: usize) -> Decl {
     let m = parloop::mesh::unit_square(n);
     let nc = m.cells.len() / 3;
