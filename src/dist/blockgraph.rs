@@ -35,20 +35,12 @@ impl Blocks<'_> {
         for m in &self.maps {
             if m.from == primary {
                 // Groups by target: (target, element) pairs at the target's block.
-                let tn = self.sizes[m.to].1;
-                let mut send = vec![Vec::new(); p];
-                for (k, &t) in m.rows.iter().enumerate() {
-                    let e = (start + k / m.arity) as u32;
-                    send[super::rendezvous::block_of(tn, p, t)].extend([t, e]);
-                }
-                let what = "building the dual graph: elements by shared target";
-                let mut got: Vec<(u32, u32)> = self
-                    .comm
-                    .all_to_all(&send, what)
+                let items = m
+                    .rows
                     .iter()
-                    .flat_map(|m| m.chunks_exact(2).map(|c| (c[0], c[1])))
-                    .collect();
-                drop(send);
+                    .enumerate()
+                    .map(|(k, &t)| (t, (start + k / m.arity) as u32));
+                let mut got = self.route(m.to, items);
                 got.sort_unstable();
                 got.dedup();
                 let mut g = Vec::new();
@@ -154,19 +146,12 @@ impl Blocks<'_> {
     /// Whether map `m` is injective, per column and whole (as `data::injectivity` on the
     /// global map): each target is counted at the rank whose block holds it.
     pub(crate) fn injectivity(&self, m: &super::rendezvous::BlockMap) -> (Vec<bool>, bool) {
-        let p = self.comm.size();
-        let tn = self.sizes[m.to].1;
-        let mut send = vec![Vec::new(); p];
-        for (k, &t) in m.rows.iter().enumerate() {
-            send[super::rendezvous::block_of(tn, p, t)].extend([t, (k % m.arity) as u32]);
-        }
-        let what = "checking whether a map is injective";
-        let mut got: Vec<(u32, u32)> = self
-            .comm
-            .all_to_all(&send, what)
+        let items = m
+            .rows
             .iter()
-            .flat_map(|m| m.chunks_exact(2).map(|c| (c[0], c[1])))
-            .collect();
+            .enumerate()
+            .map(|(k, &t)| (t, (k % m.arity) as u32));
+        let mut got = self.route(m.to, items);
         got.sort_unstable();
         // Per column: a (target, column) pair twice; whole: a target twice.
         let mut cols = vec![true; m.arity];
@@ -176,7 +161,12 @@ impl Blocks<'_> {
             }
         }
         let all_here = got.windows(2).all(|w| w[0].0 != w[1].0);
-        let agree = |ok: bool| self.comm.min_max(u64::from(ok), what).0 == 1;
+        let agree = |ok: bool| {
+            self.comm
+                .min_max(u64::from(ok), "checking whether a map is injective")
+                .0
+                == 1
+        };
         let cols: Vec<bool> = cols.into_iter().map(agree).collect();
         (cols, agree(all_here))
     }

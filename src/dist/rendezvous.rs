@@ -94,7 +94,11 @@ impl Blocks<'_> {
 
     /// Sends each (element of set `s`, payload word) to the rank whose block holds the
     /// element; returns what this rank received as (block-local index, word).
-    fn route(&self, s: usize, items: impl Iterator<Item = (u32, u32)>) -> Vec<(u32, u32)> {
+    pub(crate) fn route(
+        &self,
+        s: usize,
+        items: impl Iterator<Item = (u32, u32)>,
+    ) -> Vec<(u32, u32)> {
         let (n, p) = (self.sizes[s].1, self.ranks());
         let mut send = vec![Vec::new(); p];
         for (g, v) in items {
@@ -379,22 +383,14 @@ impl Blocks<'_> {
             .enumerate()
             .map(|(s, (ls, h))| {
                 let mut ex: std::collections::BTreeMap<u32, Exchange> = Default::default();
-                let entry = |ex: &mut std::collections::BTreeMap<u32, Exchange>, q: u32| {
-                    ex.entry(q).or_insert_with(|| Exchange {
-                        rank: q,
-                        ..Default::default()
-                    });
-                };
                 let base = (ls.sections.core + ls.sections.owned) as u32;
                 for (k, &q) in ls.halo_owner.iter().enumerate() {
-                    entry(&mut ex, q);
-                    ex.get_mut(&q).expect("added").recv.push(base + k as u32);
+                    super::entry(&mut ex, q).recv.push(base + k as u32);
                 }
                 for pass in 0..2 {
                     for (g, x, n) in &h.owned {
                         for &q in if pass == 0 { x } else { n } {
-                            entry(&mut ex, q);
-                            ex.get_mut(&q).expect("added").send.push(local(s, *g));
+                            super::entry(&mut ex, q).send.push(local(s, *g));
                         }
                     }
                 }
