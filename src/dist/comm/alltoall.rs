@@ -88,6 +88,7 @@ impl Comm {
 
     /// MPI's handle of this communicator (for PT-Scotch and MPI-IO), None on one process.
     #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
+    #[cfg_attr(not(any(feature = "ptscotch", feature = "hdf5")), allow(dead_code))]
     pub(crate) fn raw(&self) -> Option<mpi::ffi::MPI_Comm> {
         match &*self.0 {
             Inner::Single => None,
