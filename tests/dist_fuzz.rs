@@ -60,6 +60,12 @@ const REGRESSIONS: &[(usize, u64, &str)] = &[
         10026,
         "an i32 Global 886 where the model has 370 (exec-halo elements counted)",
     ),
+    (
+        2,
+        29,
+        "set_data forced as data() on a rank with a halo and as a host write on a rank \
+         without: two calls to the tagged agreement",
+    ),
 ];
 
 #[test]
@@ -89,9 +95,10 @@ fn dist_fuzz_worker() {
             w.run().map_err(|e| format!("{e} ({})", w.describe))
         }));
         let how = format!(
-            "{}, trace bound {}",
+            "{}, trace bound {}, soa {}",
             case.describe(),
-            config(&case).trace_bound
+            config(&case).trace_bound,
+            config(&case).soa
         );
         let line = match result {
             Ok(Ok(())) => format!("ok {seed}"),
@@ -107,11 +114,18 @@ fn dist_fuzz_worker() {
 }
 
 /// The case's configuration; one case in three with a trace bound of 2-8 pending loops, so
-/// that the trace forces itself mid-program (a force every rank must reach at the same loop).
+/// that the trace forces itself mid-program (a force every rank must reach at the same loop);
+/// one in four with struct-of-arrays Dats; `tune` with a cache file every rank of the job
+/// shares (and later cases read).
 fn config(case: &Case) -> Config {
     let mut config = case.config();
     if case.seed % 3 == 0 {
         config.trace_bound = 2 + (case.seed / 3 % 7) as usize;
+    }
+    config.soa |= case.seed % 4 == 1;
+    if case.strategy == parloop::Strategy::Tune {
+        let file = std::env::temp_dir().join(format!("parloop-dist-fuzz-tune-{}.json", case.seed % 3));
+        config.tune_cache = parloop::TuneCache::File(file);
     }
     config
 }

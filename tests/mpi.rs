@@ -331,7 +331,7 @@ fn host_and_globals_worker() {
             .collect();
         assert_eq!(w, want);
     }
-    // Ranks that record different loops: checking mode reports it on every rank.
+    // Ranks that record different loops: an error naming both loops on every rank.
     let other = parloop::Kernel::new(
         "other",
         "fn other(v: ptr<function, array<f32, 1>>) { (*v)[0] = 1.0; }",
@@ -344,7 +344,7 @@ fn host_and_globals_worker() {
     .unwrap_err()
     .to_string();
     assert!(
-        e.contains("every rank must issue the same par_loops"),
+        e.contains("diverged") && e.contains("par_loop `other`") && e.contains("par_loop `stats`"),
         "{e}"
     );
     if let Some(g) = g {

@@ -58,7 +58,14 @@ impl Context {
         })
     }
 
-    /// A Dat with initial values (`dim` per element of `set`, halos included).
+    /// A Dat with initial values, `dim` per element of `set`.
+    ///
+    /// On a rank's part of a distributed set, `values` holds either this rank's owned
+    /// elements (`set.size() * dim` values) or every local element (`set.total() * dim`,
+    /// halos included, in local order: [`crate::Set::global_ids`] gives each element's global
+    /// number). The halo part is never trusted: the owners' values replace it at the first
+    /// loop that reads the halo. Collective there: every rank makes the Dat, and a wrong
+    /// length or type on one rank is an error on all.
     pub fn dat<T: Scalar>(
         &self,
         name: &str,
@@ -66,27 +73,65 @@ impl Context {
         dim: usize,
         values: &[T],
     ) -> Result<Dat<T>> {
-        if dim == 0 {
-            return Err(Error::Data(format!("Dat `{name}`: dim must be at least 1")));
-        }
-        self.check_dtype("Dat", name, T::DTYPE)?;
-        let n = values_for(name, set, dim)?;
-        if values.len() != n {
-            return Err(Error::Data(format!(
-                "Dat `{name}`: got {} values, expected {} ({} elements of `{}` x dim {dim})",
+        let checked = self.check_dat::<T>(name, set, dim).and_then(|n| {
+            let owned = set.size() * dim;
+            let distributed = set.halo().is_some();
+            if values.len() == n || (distributed && values.len() == owned) {
+                return Ok(n);
+            }
+            Err(Error::Data(format!(
+                "Dat `{name}`: got {} values, expected {}{} ({} x dim {dim})",
                 values.len(),
                 n,
-                set.total(),
-                set.name()
-            )));
+                if distributed {
+                    format!(" (every local element: owned and halo) or {owned} (owned only)")
+                } else {
+                    String::new()
+                },
+                if distributed {
+                    format!(
+                        "{} local elements of `{}` on rank {}, {} owned",
+                        set.total(),
+                        set.name(),
+                        self.rank(),
+                        set.size()
+                    )
+                } else {
+                    format!("{} elements of `{}`", set.total(), set.name())
+                },
+            )))
+        });
+        let n = self.agree_on_set(set, checked, &format!("making Dat `{name}`"))?;
+        let mut words: Vec<u32> = bytemuck::cast_slice(values).to_vec();
+        words.resize(n * T::DTYPE.words(), 0);
+        let inner = self.dat_words(name, set, dim, T::DTYPE, words);
+        if set.halo().is_some() {
+            // The halo holds what the user gave or zeros: stale until the owners' values come.
+            inner.state.halo_written_over();
         }
-        let inner = self.data_inner(name, Some(set), dim, T::DTYPE);
-        *inner.host.borrow_mut() = bytemuck::cast_slice(values).to_vec();
-        inner.state.written_on_host();
         Ok(Dat {
             inner,
             _t: PhantomData,
         })
+    }
+
+    /// The checks of a new Dat of `dim` on `set`: its values' count.
+    fn check_dat<T: Scalar>(&self, name: &str, set: &crate::data::Set, dim: usize) -> Result<usize> {
+        if dim == 0 {
+            return Err(Error::Data(format!("Dat `{name}`: dim must be at least 1")));
+        }
+        self.check_dtype("Dat", name, T::DTYPE)?;
+        values_for(name, set, dim)
+    }
+
+    /// On N ranks, `result` agreed over the ranks when `set` is distributed (what every rank
+    /// does alike); else as it is.
+    fn agree_on_set<R>(&self, set: &crate::data::Set, result: Result<R>, what: &str) -> Result<R> {
+        if self.ranks() > 1 && set.halo().is_some() {
+            self.agree(result, what)
+        } else {
+            result
+        }
     }
 
     /// A Dat holding `words` (already checked: `dim` values per stored element of `set`).
@@ -104,18 +149,33 @@ impl Context {
         inner
     }
 
-    /// A Dat of zeros (no host memory until the host asks).
+    /// A Dat holding this rank's own `values` on every local element, halo included: layout
+    /// data the library derives per rank (a matrix's slot positions), whose halo is this
+    /// rank's and never exchanged before a write. Neither checked nor agreed (internal).
+    pub(crate) fn dat_local<T: Scalar>(
+        &self,
+        name: &str,
+        set: &crate::data::Set,
+        dim: usize,
+        values: &[T],
+    ) -> Dat<T> {
+        debug_assert_eq!(values.len(), set.total() * dim, "internal: {name}");
+        Dat {
+            inner: self.dat_words(name, set, dim, T::DTYPE, bytemuck::cast_slice(values).to_vec()),
+            _t: PhantomData,
+        }
+    }
+
+    /// A Dat of zeros (no host memory until the host asks). Collective on a distributed set,
+    /// as [`Context::dat`].
     pub fn dat_zeros<T: Scalar>(
         &self,
         name: &str,
         set: &crate::data::Set,
         dim: usize,
     ) -> Result<Dat<T>> {
-        if dim == 0 {
-            return Err(Error::Data(format!("Dat `{name}`: dim must be at least 1")));
-        }
-        self.check_dtype("Dat", name, T::DTYPE)?;
-        values_for(name, set, dim)?;
+        let checked = self.check_dat::<T>(name, set, dim);
+        self.agree_on_set(set, checked, &format!("making Dat `{name}`"))?;
         Ok(Dat {
             inner: self.data_inner(name, Some(set), dim, T::DTYPE),
             _t: PhantomData,

@@ -71,26 +71,6 @@ impl Context {
                 set.name()
             )));
         }
-        if self.0.config.check && self.ranks() > 1 {
-            // Every rank must record the same loops: compare a fingerprint of this one.
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            std::hash::Hash::hash(&(kernel.name(), set.name(), args.len()), &mut h);
-            // A count of the user's distributed loops (not the trace's numbering, which
-            // internal computations advance).
-            let seq = self.0.dist().dist_loops.get() + 1;
-            self.0.dist().dist_loops.set(seq);
-            let print = std::hash::Hasher::finish(&h) ^ seq.rotate_left(32);
-            let (lo, hi) = self.0.comm.min_max(print, &name());
-            if lo != hi {
-                return Err(Error::ParLoop(format!(
-                    "{}: rank {} records this loop while another rank records a different one \
-                     (checking mode compares every distributed par_loop across ranks): every \
-                     rank must issue the same par_loops in the same order",
-                    name(),
-                    self.rank()
-                )));
-            }
-        }
         if let IterSpace::Subset(s) = space {
             return Err(Error::ParLoop(format!(
                 "{}: iterates over subset `{}` of distributed set `{}`, which parloop does not \
@@ -338,8 +318,16 @@ pub(super) fn exchange_tag(n: u64) -> u16 {
 }
 
 impl Context {
-    /// [`crate::dist::Comm::agree`] on this Context's ranks.
-    pub(crate) fn agree<T>(&self, result: Result<T>, what: &str) -> Result<T> {
+    /// Makes a local outcome collective: on N ranks, an error on any rank becomes an error on
+    /// every rank (the others get [`Error::Rank`], naming the rank where it arose and carrying
+    /// its message), so that no rank goes on alone. Collective: every rank calls it at the same
+    /// point with the same `what`, which names the call in errors (ranks at different calls
+    /// get an error naming both). On one process, `result` as it is.
+    ///
+    /// For what a rank does on its own before a collective step, such as a [`crate::Map`]
+    /// made with `Map::new` on its part of a distributed set:
+    /// `let m = ctx.agree(Map::new("c2v", &cells, &nodes, 3, &local), "making c2v")?;`
+    pub fn agree<T>(&self, result: Result<T>, what: &str) -> Result<T> {
         self.0.comm.agree(result, what)
     }
 }

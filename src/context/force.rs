@@ -27,7 +27,7 @@ impl Context {
     ) -> Result<()> {
         let selected = {
             let mut t = self.0.sched.trace.borrow_mut();
-            t.prune_dead();
+            t.prune_dead(self.ranks() > 1);
             t.evaluate(reads, writes)
         };
         self.run(selected, readback, why).await
@@ -86,7 +86,15 @@ impl Context {
                 | Computation::ReduceEnd { .. } => None,
             })
             .collect();
-        let live = crate::trace::live_mask(&all, still_pending.clone());
+        // Every rank must be in this force before any of its exchanges or reductions: ranks
+        // in different calls get an error naming both instead of pairing their messages.
+        if collective {
+            if let Err(e) = self.agree(Ok(()), &format!("running the trace ({why})")) {
+                self.forget_exchanges(recvs);
+                return Err(e);
+            }
+        }
+        let live = crate::trace::live_mask(&all, still_pending.clone(), self.ranks() > 1);
         let computations: Vec<Rc<Computation>> = all
             .into_iter()
             .zip(live)
@@ -150,17 +158,22 @@ impl Context {
             *self.0.sched.explain.borrow_mut() = text;
         }
         if collective {
-            let agreed = self.agree(result, &format!("running the trace ({why})"));
+            let agreed = self.agree(result, &format!("the outcome of running the trace ({why})"));
             if agreed.is_err() {
-                // Every rank forgets this force's exchanges alike: a later loop exchanges again.
-                for (dat, send) in recvs {
-                    dat.state.halo_written_over();
-                    self.0.dist().received.borrow_mut().remove(&send);
-                }
+                self.forget_exchanges(recvs);
             }
             return agreed;
         }
         result
+    }
+
+    /// After a force failed on every rank: every rank forgets its exchanges alike (a later
+    /// loop exchanges again).
+    fn forget_exchanges(&self, recvs: Vec<(Rc<DataInner>, u64)>) {
+        for (dat, send) in recvs {
+            dat.state.halo_written_over();
+            self.0.dist().received.borrow_mut().remove(&send);
+        }
     }
 
     /// Fuses `loops` into groups and runs them (submitted in one region per run of device

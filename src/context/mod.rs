@@ -56,8 +56,6 @@ pub(crate) struct DistState {
     /// Per (distributed set, type, dim): the send-list set, map and kernel that pack a halo
     /// exchange on the device.
     pub packers: RefCell<std::collections::HashMap<(u64, DType, usize), Packer>>,
-    /// Distributed par_loops recorded (checking mode compares them across ranks).
-    pub dist_loops: std::cell::Cell<u64>,
     /// Lazy mode: values received for HaloSends whose HaloRecv has not run yet (by the
     /// HaloSend's seq).
     pub received: RefCell<std::collections::HashMap<u64, Vec<u32>>>,
@@ -155,7 +153,7 @@ impl Context {
             std::hash::Hash::hash(&(config.lazy, config.check, config.trace_bound), &mut h);
             std::hash::Hasher::finish(&h)
         };
-        let (lo, hi) = comm.min_max(decides, "comparing the ranks' configurations");
+        let (lo, hi) = comm.min_max(decides, "comparing the ranks' configurations")?;
         if lo != hi {
             return Err(Error::Usage(format!(
                 "rank {} of {}: the ranks' configurations differ in lazy ({}), check ({}) or \
@@ -193,7 +191,6 @@ impl Context {
         }
         let dist = (comm.size() > 1).then(|| DistState {
             packers: RefCell::new(std::collections::HashMap::new()),
-            dist_loops: std::cell::Cell::new(0),
             received: RefCell::new(std::collections::HashMap::new()),
             reductions: RefCell::new(std::collections::HashMap::new()),
             recv_delay_ms: std::cell::Cell::new(0),
@@ -374,8 +371,25 @@ impl Context {
             let _s = prof.span("record", Track::Host, || {
                 format!("record {}", kernel.name())
             });
-            self.check_loop(kernel, &space, args, site)?;
-            match self.distributed_space(kernel, &space, args, site)? {
+            let checked = self
+                .check_loop(kernel, &space, args, site)
+                .and_then(|()| self.distributed_space(kernel, &space, args, site));
+            // On N ranks a loop over a distributed set is checked on every rank before any
+            // records it: an argument, a kernel or a limit that fails on one rank fails all,
+            // and a rank issuing another call here is an error naming both.
+            let part = if self.ranks() > 1 && space.set().halo().is_some() {
+                let what = format!(
+                    "par_loop `{}` at {}:{} over `{}`",
+                    kernel.name(),
+                    site.file(),
+                    site.line(),
+                    space.set().name()
+                );
+                self.agree(checked, &what)?
+            } else {
+                checked?
+            };
+            match part {
                 Some(part) => self.record_distributed(kernel, part, args, site)?,
                 None => self.record(kernel, space, args, site),
             }
@@ -450,13 +464,30 @@ impl Context {
             let all = self.0.sched.trace.borrow_mut().take_all();
             return block(self.run(all, &[], "eager"));
         }
+        // On N ranks only what every rank records counts (a rank's own loops do not), so
+        // every rank forces at the same loop.
+        let collective = self.ranks() > 1;
         let (len, bound) = (
-            self.0.sched.trace.borrow().len(),
+            self.0.sched.trace.borrow().bound_len(collective),
             self.0.config.trace_bound.max(1),
         );
         if len > bound {
-            let oldest = self.0.sched.trace.borrow_mut().take_prefix(len - bound / 2);
+            let oldest = self
+                .0
+                .sched
+                .trace
+                .borrow_mut()
+                .take_prefix(len - bound / 2, collective);
             block(self.run(oldest, &[], "trace bound"))?;
+        }
+        // A rank's own loops, uncounted above, are bounded on their own (run here alone).
+        let own = {
+            let t = self.0.sched.trace.borrow();
+            t.len() - t.bound_len(collective)
+        };
+        if own > bound {
+            let local = self.0.sched.trace.borrow_mut().take_local();
+            block(self.run(local, &[], "trace bound (this rank's loops)"))?;
         }
         Ok(())
     }

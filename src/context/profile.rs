@@ -67,6 +67,9 @@ impl Context {
                 .chunks(4)
                 .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
         );
+        // Tagged before the gather (its messages are not): a rank in another call is an
+        // error naming both.
+        self.agree(Ok(()), "the profile tables")?;
         let Some(all) = self.0.comm.gather(&words, "the profile tables") else {
             return Ok(table(&title(rank), &rows, wall));
         };

@@ -191,39 +191,46 @@ impl<T: Scalar> Dat<T> {
         self.inner.sync_host(true).await?;
         self.inner.write_guard()
     }
-    /// Replaces the values from the host (after pending loops that read or write them). On a
-    /// distributed run: this rank's owned values.
+    /// Replaces the values from the host (after pending loops that read or write them).
+    ///
+    /// On a rank's part of a distributed set, `values` holds this rank's owned elements, or
+    /// every local element (halos included, in local order) as [`crate::Context::dat`] takes
+    /// them; the halo part is not trusted (the owners' values replace it at the next loop that
+    /// reads the halo). Collective there: a wrong length on one rank is an error on all.
     pub fn set_data(&mut self, values: &[T]) -> Result<()> {
-        let n = self.inner.visible() / self.inner.dtype.words();
-        let checked = if values.len() == n {
+        let per = self.inner.dtype.words();
+        let n = self.inner.visible() / per;
+        let all = self.inner.len();
+        let distributed = self.inner.set.as_ref().is_some_and(|s| s.halo().is_some());
+        let checked = if values.len() == n || (distributed && values.len() == all) {
             Ok(())
         } else {
             Err(Error::Data(format!(
-                "Dat `{}`: got {} values, expected {n}{}",
+                "Dat `{}`: set_data got {} values, expected {n}{}",
                 self.inner.name,
                 values.len(),
-                if n < self.inner.len() {
-                    " (this rank's owned elements x dim)"
+                if distributed {
+                    format!(
+                        " (this rank's owned elements x dim) or {all} (every local element, \
+                         halo included)"
+                    )
                 } else {
-                    ""
+                    String::new()
                 }
             )))
         };
         // On N ranks a wrong length on one rank fails every rank before the collective force.
-        if self.inner.set.as_ref().is_some_and(|s| s.halo().is_some()) {
+        if distributed {
             let what = format!("set_data of Dat `{}`", self.inner.name);
             owner_of(&self.inner)?.agree(checked, &what)?;
         } else {
             checked?;
         }
-        if n == self.inner.len() {
-            self.inner.write_host(bytemuck::cast_slice(values))?;
-        } else {
-            block(self.inner.sync_host(true))?;
-            let mut words = self.inner.host.borrow().clone();
-            words[..n * self.inner.dtype.words()].copy_from_slice(bytemuck::cast_slice(values));
-            self.inner.write_host(&words)?;
-        }
+        // The same force on every rank, whether or not its values cover a halo: the halo part
+        // (given, or zeros) is stale until the next exchange, so nothing is read back.
+        let mut words: Vec<u32> = bytemuck::cast_slice(values).to_vec();
+        words.resize(all * per, 0);
+        self.inner.write_host(&words)?;
         self.inner.halo_stale_after_write();
         Ok(())
     }
@@ -245,25 +252,26 @@ impl<T: Scalar> Dat<T> {
         };
         let n = halo.global_size * d.dim;
         let mut words = vec![0u32; halo.global_size * d.wdim()];
-        // Rank 0 checks the length and tells the others whether to go on.
-        let mut ok = [1u32];
-        if comm.rank() == 0 {
-            match values {
-                Some(v) if v.len() == n => words.copy_from_slice(bytemuck::cast_slice(v)),
-                _ => ok[0] = 0,
+        // Rank 0 checks the length; every rank learns the outcome (a tagged agreement).
+        let what = format!("scatter of Dat `{}`", d.name);
+        let checked = match values {
+            Some(v) if v.len() == n => {
+                if comm.rank() == 0 {
+                    words.copy_from_slice(bytemuck::cast_slice(v));
+                }
+                Ok(())
             }
-        }
-        comm.broadcast(&mut ok, &format!("scatter of Dat `{}`", d.name));
-        if ok[0] == 0 {
-            return Err(Error::Data(format!(
+            _ if comm.rank() != 0 => Ok(()),
+            _ => Err(Error::Data(format!(
                 "Dat `{}`: scatter needs {n} values on rank 0 ({} elements x dim {}), got {}",
                 d.name,
                 halo.global_size,
                 d.dim,
                 values.map_or("none".to_string(), |v| v.len().to_string())
-            )));
-        }
-        comm.broadcast(&mut words, &format!("scatter of Dat `{}`", d.name));
+            ))),
+        };
+        comm.agree(checked, &what)?;
+        comm.broadcast(&mut words, &what);
         let w = d.wdim();
         let local: Vec<u32> = halo
             .global

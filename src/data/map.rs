@@ -210,12 +210,19 @@ impl Map {
     pub(crate) fn reach(&self) -> Reach {
         self.0.reach
     }
-    /// Whether no two elements share a target at index `idx` (None: over all indices).
+    /// Whether no two elements share a target at index `idx` (None: over all indices). On a
+    /// rank's part of a distributed set, over the rows a loop can run (core, owned and exec
+    /// halo; the non-exec-halo rows may hold placeholders): a par_loop writing through the
+    /// map is allowed when every rank finds its rows injective.
     pub fn injective(&self, idx: Option<usize>) -> bool {
         let m = &self.0;
-        let (cols, all) = m
-            .injective
-            .get_or_init(|| injectivity(&m.values, m.arity, m.to.total()));
+        let (cols, all) = m.injective.get_or_init(|| {
+            let rows = match m.from.halo() {
+                Some(_) => m.from.size() + m.from.sections().exec_halo,
+                None => m.from.total(),
+            };
+            injectivity(&m.values[..rows * m.arity], m.arity, m.to.total())
+        });
         match idx {
             Some(j) => cols[j],
             None => *all,

@@ -163,7 +163,7 @@ impl Blocks<'_> {
         let all_here = got.windows(2).all(|w| w[0].0 != w[1].0);
         let agree = |ok: bool| {
             self.comm
-                .min_max(u64::from(ok), "checking whether a map is injective")
+                .min_max_within(u64::from(ok), "checking whether a map is injective")
                 .0
                 == 1
         };

@@ -260,7 +260,7 @@ fn same_declarations(ctx: &Context, mesh: &BlockMesh) -> Result<()> {
         (&d.name, d.set, d.dim, d.dtype.words()).hash(&mut h);
     }
     let what = "comparing the ranks' declarations";
-    let (lo, hi) = ctx.comm().min_max(h.finish(), what);
+    let (lo, hi) = ctx.comm().min_max(h.finish(), what)?;
     if lo != hi {
         return Err(Error::Usage(format!(
             "distributing the mesh: rank {} of {} declared other sets, maps or Dats than \

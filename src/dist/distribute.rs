@@ -200,7 +200,7 @@ impl Distribution {
             let mut h = std::collections::hash_map::DefaultHasher::new();
             std::hash::Hash::hash(o, &mut h);
             let what = "comparing the ranks' partitions";
-            let (lo, hi) = ctx.comm().min_max(std::hash::Hasher::finish(&h), what);
+            let (lo, hi) = ctx.comm().min_max(std::hash::Hasher::finish(&h), what)?;
             if lo != hi {
                 return Err(Error::Data(format!(
                     "distributing the mesh: rank {} of {} was given owners that differ from \

@@ -403,7 +403,7 @@ impl Blocks<'_> {
             .map(|ls| {
                 let halo = ls.sections.exec_halo + ls.sections.nonexec_halo;
                 let what = "comparing the ranks' halos";
-                self.comm.min_max(u64::from(halo == 0), what).0 == 0
+                self.comm.min_max_within(u64::from(halo == 0), what).0 == 0
             })
             .collect();
         let part = LocalPart {

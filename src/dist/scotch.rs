@@ -128,7 +128,7 @@ pub(crate) fn part(comm: &Comm, xadj: &[u32], adjncy: &[u32]) -> Result<Vec<u32>
         && i32::try_from(adjncy.len()).is_ok()
         && adjncy.iter().chain(xadj).all(|&v| v <= i32::MAX as u32);
     if comm
-        .min_max(u64::from(!fits), "checking the graph's size")
+        .min_max(u64::from(!fits), "checking the graph's size")?
         .1
         == 1
     {

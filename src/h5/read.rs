@@ -48,7 +48,8 @@ impl MeshFile {
     pub fn read(ctx: &Context, path: impl AsRef<Path>) -> Result<MeshFile> {
         let path = path.as_ref();
         let out = read_raw(ctx, path).and_then(|raw| build(ctx, path, raw));
-        ctx.agree(out, &format!("reading {}", path.display()))
+        // The tag is the same on every rank whatever the path's spelling there.
+        ctx.agree(out, "reading a parloop mesh file")
     }
 
     /// The step a checkpoint was written at (None for a mesh file).
@@ -182,7 +183,7 @@ fn read_raw(ctx: &Context, path: &Path) -> Result<Raw> {
             path.display()
         )))
     };
-    ctx.agree(exists, &format!("opening {}", path.display()))?;
+    ctx.agree(exists, "opening a parloop mesh file")?;
     let file = open(ctx.comm(), path, false).map_err(e("opening the file"))?;
     // Every group and dataset handle is closed before the file.
     let raw = read_contents(ctx, path, &file)?;

@@ -53,14 +53,13 @@ impl<T: Real> Mat<T> {
                 d => d - (r * s.width) as u32,
             })
             .collect();
-        let diag = ctx.dat(&format!("{name} diagonal slot"), &s.rows, 1, &pos)?;
-        let count = ctx.dat(&format!("{name} row lengths"), &s.rows, 1, &s.counts)?;
-        let owned = match &s.owned {
-            Some((counts, _)) => {
-                Some(ctx.dat(&format!("{name} owned row lengths"), &s.rows, 1, counts)?)
-            }
-            None => None,
-        };
+        // Each rank's own layout, halo rows included (not the owners' values).
+        let diag = ctx.dat_local(&format!("{name} diagonal slot"), &s.rows, 1, &pos);
+        let count = ctx.dat_local(&format!("{name} row lengths"), &s.rows, 1, &s.counts);
+        let owned = s
+            .owned
+            .as_ref()
+            .map(|(counts, _)| ctx.dat_local(&format!("{name} owned row lengths"), &s.rows, 1, counts));
         Ok(Mat {
             sparsity: s.clone(),
             values,
@@ -147,7 +146,8 @@ impl<T: Real> Mat<T> {
             checked?;
         }
         let name = self.values.name();
-        let flags = ctx.dat(&format!("{name} zeroed rows"), &s.rows, 1, &flags)?;
+        // This rank's own rows (halo rows, never read, are left alone).
+        let flags = ctx.dat_local(&format!("{name} zeroed rows"), &s.rows, 1, &flags);
         let d = ctx.global(&format!("{name} zero_rows diagonal"), &[diagonal])?;
         let (t, w, b) = (T::DTYPE, s.width, self.block);
         let (wbb, bb) = (w * b * b, b * b);

@@ -84,7 +84,7 @@ impl Sparsity {
         let what = format!("Sparsity `{name}`");
         let width = pattern.as_ref().map_or(1, |p| p.width);
         // One width on every rank: the slots' global numbering and the kernels agree.
-        let (_, width) = ctx.comm().min_max(width as u64, &what);
+        let (_, width) = ctx.comm().min_max(width as u64, &what)?;
         let p = ctx.comm().agree(pattern, &what)?;
         let built = p.build(name, rows, cols, pairs, width as usize);
         ctx.comm().agree(built, &what)

@@ -141,6 +141,17 @@ impl Computation {
     pub fn writes(&self) -> &AccessSet {
         &self.footprint().writes
     }
+    /// Whether every rank of a distributed run records it alike (a loop over a distributed
+    /// set, an exchange, a reduction), as opposed to a loop over a set of this process alone.
+    pub fn collective(&self) -> bool {
+        match self {
+            Computation::Loop(l) => l.space.set().halo().is_some(),
+            Computation::HaloSend { .. }
+            | Computation::HaloRecv { .. }
+            | Computation::ReduceBegin { .. }
+            | Computation::ReduceEnd { .. } => true,
+        }
+    }
     /// The loop it runs on the device (a par_loop, or a HaloSend's packing loop), if any.
     pub fn device_loop(&self) -> Option<&Rc<LoopRecord>> {
         match self {
@@ -328,12 +339,54 @@ impl Trace {
         self.take(all)
     }
 
-    /// Removes the oldest `n` computations (a prefix of program order is closed under
-    /// dependencies). Used when the trace exceeds its bound.
-    pub fn take_prefix(&mut self, n: usize) -> Vec<(Rc<Computation>, Reason)> {
+    /// The computations the trace bound counts: all of them, or (`collective`: on N ranks,
+    /// where a rank may record loops of its own) those every rank records alike.
+    pub fn bound_len(&self, collective: bool) -> usize {
+        if collective {
+            self.pending.iter().filter(|c| c.collective()).count()
+        } else {
+            self.pending.len()
+        }
+    }
+
+    /// Removes the oldest computations up to the `n`-th one counted by [`Trace::bound_len`]
+    /// (a prefix of program order is closed under dependencies). Used when the trace exceeds
+    /// its bound; on N ranks every rank cuts after the same collective computation.
+    pub fn take_prefix(&mut self, n: usize, collective: bool) -> Vec<(Rc<Computation>, Reason)> {
+        let mut counted = 0;
+        let end = self
+            .pending
+            .iter()
+            .position(|c| {
+                counted += usize::from(!collective || c.collective());
+                counted >= n
+            })
+            .map_or(self.pending.len(), |k| k + 1);
         let sel = (0..self.pending.len())
             .map(|k| {
-                (k < n).then_some(Reason {
+                (k < end).then_some(Reason {
+                    kind: "trace bound",
+                    data: 0,
+                    mask: 0,
+                })
+            })
+            .collect();
+        self.take(sel)
+    }
+
+    /// Removes and returns the computations of this rank alone (loops over its own sets) that
+    /// wait for no collective computation: a set closed under dependencies, which a rank may
+    /// run without the others. Used on N ranks when a rank's own loops exceed the bound.
+    pub fn take_local(&mut self) -> Vec<(Rc<Computation>, Reason)> {
+        let mut waits = vec![false; self.pending.len()];
+        for k in 0..self.pending.len() {
+            let c = &self.pending[k];
+            waits[k] = c.collective() || (0..k).any(|j| waits[j] && depends(c, &self.pending[j]));
+        }
+        let sel = waits
+            .iter()
+            .map(|&w| {
+                (!w).then_some(Reason {
                     kind: "trace bound",
                     data: 0,
                     mask: 0,
@@ -358,8 +411,9 @@ impl Trace {
 
     /// Removes pending computations whose every write goes to data the user dropped and that no
     /// later pending computation reads (seed 001's lazy free). Returns how many were removed.
-    pub fn prune_dead(&mut self) -> usize {
-        let keep = live_mask(&self.pending, BTreeSet::new());
+    /// `collective` (N ranks): what every rank records alike is kept (see [`live_mask`]).
+    pub fn prune_dead(&mut self, collective: bool) -> usize {
+        let keep = live_mask(&self.pending, BTreeSet::new(), collective);
         let dead = keep.iter().filter(|&&k| !k).count();
         if dead > 0 {
             let sel = keep
@@ -448,11 +502,18 @@ impl Trace {
 
 /// Which computations have an observable effect: a loop's write to data the user still holds,
 /// or to data a later computation (in `computations`, or among the ids in `read_later`) reads;
-/// every exchange and reduction. Newest to oldest.
-pub fn live_mask(computations: &[Rc<Computation>], mut read_later: BTreeSet<u64>) -> Vec<bool> {
+/// every exchange and reduction; with `collective` (N ranks), every computation all ranks
+/// record alike: a rank may drop a Dat the others keep, and liveness decided per rank would
+/// leave the ranks' traces, and so their forces, different. Newest to oldest.
+pub fn live_mask(
+    computations: &[Rc<Computation>],
+    mut read_later: BTreeSet<u64>,
+    collective: bool,
+) -> Vec<bool> {
     let mut keep = vec![false; computations.len()];
     for (k, c) in computations.iter().enumerate().rev() {
         let live = match &**c {
+            Computation::Loop(_) if collective && c.collective() => true,
             Computation::Loop(lp) => lp.args.iter().any(|a| {
                 a.access.writes() && (a.data.state.alive() || read_later.contains(&a.data.id))
             }),

@@ -3,9 +3,14 @@
 //! set), distributed with `dist::Distribution`, then random par_loops (every access mode,
 //! directly and through maps, Globals INC/MIN/MAX, host kernels, Consts) and host accesses
 //! (`set_data`, `data()`, `scatter`, `Global::set`, Dats made and dropped) issued by every
-//! rank alike. The model is the single-process fuzzer's (`tests/fuzz_model`): plain Rust on the
-//! global mesh, element by element, that never calls parloop. Rank 0 compares every gathered
-//! Dat with it and every rank every Global, exactly (all values are exact in any order).
+//! rank alike; and what users do at the distribution's seams: values given with the owned
+//! elements only or with something else than the owners' values in the halo, maps made with
+//! `Map::new` on each rank's part after the distribution (columns of a declared map, read,
+//! written and incremented through), errors injected on one rank at a public entry point
+//! (every rank must return one), Dats dropped on some ranks only. The model is the
+//! single-process fuzzer's (`tests/fuzz_model`): plain Rust on the global mesh, element by
+//! element, that never calls parloop. Rank 0 compares every gathered Dat with it and every
+//! rank every Global, exactly (all values are exact in any order).
 
 use crate::fuzz_model::any::{AnyDat, AnyGlobal, declare};
 use crate::fuzz_model::program::{DatT, GlobalT, MapT, Objects};
@@ -46,6 +51,8 @@ pub struct World {
     obj: Objects,
     /// What this rank found different from the model.
     failures: Vec<String>,
+    /// Dats other ranks dropped: alive here, never used again.
+    kept: Vec<AnyDat>,
     pub describe: String,
 }
 
@@ -183,6 +190,7 @@ impl World {
                 fzk: 0,
             },
             failures: Vec::new(),
+            kept: Vec::new(),
             describe,
         })
     }
@@ -233,7 +241,7 @@ impl World {
             .collect();
         let d = live[self.rng.below(live.len())];
         let err = |e: Error| format!("host access before loop {l}: {e}");
-        match self.rng.below(20) {
+        match self.rng.below(26) {
             // set_data: each rank passes its owned values.
             0 | 1 => {
                 let dt = &self.obj.dats[d];
@@ -309,9 +317,160 @@ impl World {
             }
             // A Dat dropped.
             7 if live.len() > 2 => self.obj.dats[d].handle = None,
+            // A new Dat given this rank's owned values only, or every local value with
+            // something else than the owners' values in its halo.
+            8 => {
+                let (set, dtype, dim) = (
+                    self.rng.below(self.sizes.len()),
+                    DTYPES[self.rng.below(3)],
+                    1 + self.rng.below(3),
+                );
+                let vals = random_values(&mut self.rng, dtype, self.sizes[set] * dim);
+                let local = if self.rng.chance(0.5) {
+                    self.local_untrusted(set, dim, &vals)
+                } else {
+                    self.local(set, dim, &vals, false)
+                };
+                let name = format!("v{l}");
+                let h = AnyDat::new(&self.ctx, &name, &self.sets[set], dtype, dim, Some(local))?;
+                self.obj.dats.push(DatT {
+                    handle: Some(h),
+                    set,
+                    dim,
+                    dtype,
+                    vals,
+                });
+            }
+            // set_data with every local value, the halo's wrong.
+            9 => {
+                let dt = &self.obj.dats[d];
+                let vals = random_values(&mut self.rng, dt.dtype, dt.vals.len());
+                let all = self.local_untrusted(dt.set, dt.dim, &vals);
+                let h = self.obj.dats[d].handle.as_mut().unwrap();
+                h.set_data(&all).map_err(err)?;
+                self.obj.dats[d].vals = vals;
+            }
+            10 => self.map_after_distribution(l)?,
+            11 => self.error_on_one_rank(l, d)?,
+            // A Dat dropped on some ranks only (a loop writing it may be pending); the others
+            // keep it alive and never use it again.
+            12 if live.len() > 2 => {
+                let ranks = self.ctx.ranks();
+                let mask = 1 + self.rng.below((1 << ranks) - 1);
+                let h = self.obj.dats[d].handle.take();
+                if mask >> self.ctx.rank() & 1 == 0 {
+                    self.kept.extend(h);
+                }
+            }
             _ => {}
         }
         Ok(())
+    }
+
+    /// A map made with `Map::new` on this rank's part: columns of a declared map (so its rows
+    /// reach what the distribution gave this rank), in the rows a loop can run; placeholders in
+    /// the non-exec-halo rows, whose targets need not be here.
+    fn map_after_distribution(&mut self, l: usize) -> Result<(), String> {
+        let m = self.rng.below(self.obj.maps.len());
+        let (from, to, arity) = {
+            let mt = &self.obj.maps[m];
+            (mt.from, mt.to, mt.arity)
+        };
+        let cols: Vec<usize> = (0..1 + self.rng.below(arity.min(3)))
+            .map(|_| self.rng.below(arity))
+            .collect();
+        let mt = &self.obj.maps[m];
+        let Some(declared) = &mt.map else {
+            return Ok(());
+        };
+        let s = &self.sets[from];
+        let run = s.size() + s.sections().exec_halo;
+        let targets = self.sets[to].total().max(1) as u32;
+        let local: Vec<u32> = (0..s.total())
+            .flat_map(|r| {
+                cols.iter().map(move |&c| {
+                    if r < run {
+                        declared.values()[r * arity + c]
+                    } else {
+                        (r as u32 * 7 + c as u32) % targets
+                    }
+                })
+            })
+            .collect();
+        let global: Vec<u32> = (0..self.sizes[from])
+            .flat_map(|g| cols.iter().map(move |&c| mt.values[g * arity + c]))
+            .collect();
+        // A rank holding non-exec-halo rows but no target cannot make it: skipped on all.
+        let name = format!("n{l}");
+        let made = Map::new(&name, s, &self.sets[to], cols.len(), &local);
+        let Ok(map) = self.ctx.agree(made, &format!("making Map `{name}`")) else {
+            return Ok(());
+        };
+        let mt = MapT::new(map, from, to, cols.len(), global, self.sizes[to]);
+        self.obj.maps.push(mt);
+        Ok(())
+    }
+
+    /// An error at a public entry point on one rank only (a kernel that does not compile
+    /// there, a wrong number of values there): every rank must return an error, and none may
+    /// record or change anything.
+    fn error_on_one_rank(&mut self, l: usize, d: usize) -> Result<(), String> {
+        let r = self.rng.below(self.ctx.ranks());
+        let me = self.ctx.rank() == r;
+        let before = self.ctx.pending();
+        let dt = &mut self.obj.dats[d];
+        let (set, dim) = (&self.sets[dt.set], dt.dim);
+        let h = dt.handle.as_mut().unwrap();
+        let (what, failed) = match self.rng.below(3) {
+            0 => {
+                let ty = match dt.dtype {
+                    DType::F32 => "f32",
+                    DType::U32 => "u32",
+                    DType::I32 | DType::F64 => "i32",
+                };
+                let body = if me { "let x: i32 = ;" } else { "" };
+                let k = Kernel::new(
+                    "fz_bad",
+                    format!("fn fz_bad(a: ptr<function, array<{ty}, {dim}>>) {{ {body} }}"),
+                );
+                let failed = self.ctx.par_loop(&k, set, &[h.direct(Access::Read)]);
+                ("a kernel that does not compile", failed.is_err())
+            }
+            1 => {
+                let n = if me { set.total() * dim + 1 } else { set.size() * dim };
+                let made = AnyDat::new(&self.ctx, "bad", set, dt.dtype, dim, Some(vec![0; n]));
+                ("a new Dat with a wrong length", made.is_err())
+            }
+            _ => {
+                let n = if me { set.total() * dim + 1 } else { set.size() * dim };
+                ("set_data with a wrong length", h.set_data(&vec![0; n]).is_err())
+            }
+        };
+        if !failed {
+            return Err(format!(
+                "host access before loop {l}: {what} on rank {r} was accepted on rank {}",
+                self.ctx.rank()
+            ));
+        }
+        if self.ctx.pending() != before {
+            return Err(format!(
+                "host access before loop {l}: {what} on rank {r} was refused, but the trace \
+                 changed on rank {}",
+                self.ctx.rank()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Every local value of a global array, with something else than the owners' values in
+    /// the halo (which parloop must not trust).
+    fn local_untrusted(&self, set: usize, dim: usize, vals: &[u32]) -> Vec<u32> {
+        let owned = self.sets[set].size() * dim;
+        let mut all = self.local(set, dim, vals, true);
+        for (k, v) in all[owned..].iter_mut().enumerate() {
+            *v = 0x4b00_0000 ^ k as u32;
+        }
+        all
     }
 
     /// This rank's values of a global array: owned elements, or (`all`) every local one.

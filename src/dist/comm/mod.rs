@@ -289,43 +289,91 @@ impl Comm {
         self.broadcast_from(0, words, what);
     }
 
-    /// The least and greatest of `v` over the ranks (a collective check).
+    /// The least and greatest of `v` over the ranks (a collective check). The call is tagged
+    /// by `what`: when another rank is in a different collective call at this point (the
+    /// ranks' programs diverged), every rank gets an error naming both calls instead of a
+    /// result that pairs calls that do not belong together.
+    pub(crate) fn min_max(&self, v: u64, what: &str) -> Result<(u64, u64)> {
+        if self.size() == 1 {
+            return Ok((v, v));
+        }
+        let p = purpose(what);
+        let lo = self.all_min(&[v, u64::MAX - v, p, u64::MAX - p], what);
+        let (lo_p, hi_p) = (lo[2], u64::MAX - lo[3]);
+        if lo_p != hi_p {
+            return Err(self.diverged(what, p, lo_p, hi_p));
+        }
+        Ok((lo[0], u64::MAX - lo[1]))
+    }
+
+    /// [`Comm::min_max`] inside the library's own sequence of collectives (a distribution's
+    /// steps), which every rank runs alike once the call that started it was agreed: a
+    /// divergence there ends the job with both calls named.
+    pub(crate) fn min_max_within(&self, v: u64, what: &str) -> (u64, u64) {
+        self.min_max(v, what)
+            .unwrap_or_else(|e| abort_job(&format!("rank {}: {e}", self.rank())))
+    }
+
+    /// The element-wise least of `words` over the ranks (untagged: callers tag).
     #[cfg_attr(not(feature = "mpi"), allow(unused_variables))]
-    pub(crate) fn min_max(&self, v: u64, what: &str) -> (u64, u64) {
+    fn all_min(&self, words: &[u64], what: &str) -> Vec<u64> {
         match &*self.0 {
-            Inner::Single => (v, v),
+            Inner::Single => words.to_vec(),
             #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
             Inner::Mpi { world, .. } => {
                 use mpi::collective::SystemOperation;
                 use mpi::traits::CommunicatorCollectives;
                 let name = || what.to_string();
                 let poll = self.poller(&name);
-                let (send, mut lo, mut hi) = ([v, u64::MAX - v], [0u64; 2], [0u64; 2]);
+                let mut lo = vec![0u64; words.len()];
                 mpi::request::scope(|scope| {
                     let r = world.immediate_all_reduce_into(
                         scope,
-                        &send[..],
+                        words,
                         &mut lo[..],
                         SystemOperation::min(),
                     );
                     poll.request("the reduction", r);
                 });
-                hi[0] = u64::MAX - lo[1];
-                (lo[0], hi[0])
+                lo
             }
         }
+    }
+
+    /// Every rank found that the ranks are in different collective calls (tags `lo` and `hi`;
+    /// this rank's is `mine`): the error, on every rank, names a rank in each call and the
+    /// call's text.
+    fn diverged(&self, what: &str, mine: u64, lo: u64, hi: u64) -> Error {
+        let n = self.size() as u64;
+        let me = self.rank() as u64;
+        let at = self.all_min(
+            &[
+                if mine == lo { me } else { n },
+                if mine == hi { me } else { n },
+            ],
+            "naming the calls of diverged ranks",
+        );
+        let (a, b) = (at[0] as usize, at[1] as usize);
+        let text_a = self.broadcast_text(a, (a == self.rank()).then_some(what), what);
+        let text_b = self.broadcast_text(b, (b == self.rank()).then_some(what), what);
+        Error::Rank(format!(
+            "the ranks' programs diverged: rank {a} of {n} is in {text_a} while rank {b} is in \
+             {text_b}. Every rank must make the same collective calls in the same order (see \
+             README.md, \"Which calls are collective\")"
+        ))
     }
 
     /// Makes a local outcome collective: on N ranks, an error on any rank becomes an error on
     /// every rank (`Error::Rank` on the others, naming the rank where it arose), so that no
     /// rank goes on into a collective the others never join. Every rank must call it at the
-    /// same point of the program.
+    /// same point of the program (`what` tags the call: ranks in different calls get an error
+    /// naming both).
     pub(crate) fn agree<T>(&self, result: Result<T>, what: &str) -> Result<T> {
         if self.size() == 1 {
             return result;
         }
         let mine = result.as_ref().err().map(ToString::to_string);
-        match (self.first_failure(mine.as_deref(), what), result) {
+        match (self.first_failure(mine.as_deref(), what)?, result) {
             (None, r) | (Some(_), r @ Err(_)) => r,
             (Some((rank, message)), Ok(_)) => Err(Error::Rank(format!(
                 "{what}: rank {rank} of {} failed, so every rank stops here. On rank {rank}: \
@@ -337,34 +385,39 @@ impl Comm {
 
     /// Every rank passes what went wrong here (None: nothing); every rank gets the first
     /// failing rank and its message, or None.
-    fn first_failure(&self, failure: Option<&str>, what: &str) -> Option<(usize, String)> {
+    fn first_failure(&self, failure: Option<&str>, what: &str) -> Result<Option<(usize, String)>> {
         let n = self.size() as u64;
         let mine = if failure.is_some() {
             self.rank() as u64
         } else {
             n
         };
-        let (first, _) = self.min_max(mine, what);
+        let (first, _) = self.min_max(mine, what)?;
         if first == n {
-            return None;
+            return Ok(None);
         }
-        // The first failing rank's message, to everyone.
-        let text = failure.unwrap_or("").as_bytes();
-        let mut len = [if first == self.rank() as u64 {
+        let text = self.broadcast_text(first as usize, failure, what);
+        Ok(Some((first as usize, text)))
+    }
+
+    /// `root`'s text (`text` there, ignored elsewhere) on every rank.
+    fn broadcast_text(&self, root: usize, text: Option<&str>, what: &str) -> String {
+        let text = text.unwrap_or("").as_bytes();
+        let mut len = [if root == self.rank() {
             text.len() as u32
         } else {
             0
         }];
-        self.broadcast_from(first as usize, &mut len, what);
+        self.broadcast_from(root, &mut len, what);
         let mut words = vec![0u32; (len[0] as usize).div_ceil(4)];
-        if first == self.rank() as u64 {
+        if root == self.rank() {
             let mut padded = text.to_vec();
             padded.resize(words.len() * 4, 0);
             words.copy_from_slice(&bytemuck::pod_collect_to_vec::<u8, u32>(&padded));
         }
-        self.broadcast_from(first as usize, &mut words, what);
+        self.broadcast_from(root, &mut words, what);
         let bytes: Vec<u8> = bytemuck::cast_slice(&words)[..len[0] as usize].to_vec();
-        Some((first as usize, String::from_utf8_lossy(&bytes).into_owned()))
+        String::from_utf8_lossy(&bytes).into_owned()
     }
 
     /// `root`'s words in `words` on every rank.
@@ -386,6 +439,14 @@ impl Comm {
             }
         }
     }
+}
+
+/// The tag of a collective call: FNV-1a of the text that names it (the same on every rank
+/// that makes the same call).
+fn purpose(what: &str) -> u64 {
+    what.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Message tags by purpose (MPI guarantees tags up to 32767): the gather, and halo exchanges
