@@ -177,6 +177,24 @@ fn map_after_distribution_worker() {
         err.to_string().contains("not injective") || err.to_string().contains("rank 1 of"),
         "{err}"
     );
+    // On 2 ranks, rank 0 sends cell 0 to node 5 too, which rank 1 owns but reaches from
+    // cell 5 only: an increment there would be lost, so every rank refuses the loop.
+    if ctx.ranks() == 2 {
+        let mut stray = values.clone();
+        if ctx.rank() == 0 {
+            stray[0] = local[&5];
+        }
+        let stray = Map::new("stray", &cells, &nodes, 1, &stray).unwrap();
+        let err = ctx
+            .par_loop(&add, &cells, &[ids.read(), i.at(&stray, 0).inc()])
+            .unwrap_err();
+        let m = err.to_string();
+        assert!(m.contains("Map `stray`") && m.contains("would be lost"), "{m}");
+        // Reading through it needs no owner's help: allowed.
+        let r = ctx.dat_zeros::<f32>("r", &cells, 1).unwrap();
+        ctx.par_loop(&copy, &cells, &[i.at(&stray, 0).read(), r.write()])
+            .unwrap();
+    }
     // READ through it, after the writes.
     let r = ctx.dat_zeros::<f32>("r", &cells, 1).unwrap();
     ctx.par_loop(&copy, &cells, &[w.at(&c2n0, 0).read(), r.write()])

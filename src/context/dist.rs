@@ -304,6 +304,94 @@ impl Context {
     }
 }
 
+impl Context {
+    /// On N ranks, after a par_loop's checks were agreed: each map made with `Map::new` on a
+    /// rank's part that the loop writes through (WRITE, RW or a reduction) must send every
+    /// write to a rank that runs it on the target's owner, since the exec halo was defined by
+    /// the distribution's maps only. Checked once per map (collective: every rank checks the
+    /// same maps at the same loops), and agreed.
+    pub(super) fn check_maps_made_here(&self, args: &[Arg], what: &str) -> Result<()> {
+        for (i, a) in args.iter().enumerate() {
+            let Some(m) = a.map() else { continue };
+            if m.reach() != Reach::Any || !a.access.writes() {
+                continue;
+            }
+            let known = self.0.dist().maps_checked.borrow().get(&m.id()).cloned();
+            let found = match known {
+                Some(found) => found,
+                None => {
+                    let found = self.writes_reach_owners(m);
+                    let found = match self.agree(found, &format!("checking Map `{}`", m.name())) {
+                        Ok(()) => Ok(()),
+                        Err(e) => Err(e.to_string()),
+                    };
+                    self.0.dist().maps_checked.borrow_mut().insert(m.id(), found.clone());
+                    found
+                }
+            };
+            if let Err(why) = found {
+                return Err(Error::ParLoop(format!(
+                    "{what}: argument {} ({}): {why}",
+                    i + 1,
+                    a.describe()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether every (row, index, target) of `m` that a rank runs, by global numbers, is run
+    /// by the target's owner too (collective: one all-to-all).
+    fn writes_reach_owners(&self, m: &crate::data::Map) -> Result<()> {
+        let (from, to, arity) = (m.from_set(), m.to_set(), m.arity());
+        let (Some(fh), Some(th)) = (from.halo(), to.halo()) else {
+            return Ok(());
+        };
+        let me = self.rank() as u32;
+        let mut owner = vec![me; to.total()];
+        for x in &th.exchanges {
+            for &l in &x.recv {
+                owner[l as usize] = x.rank;
+            }
+        }
+        let rows = from.size() + from.sections().exec_halo;
+        let mut mine = std::collections::HashSet::new();
+        let mut sends = vec![Vec::new(); self.ranks()];
+        for (k, &t) in m.values()[..rows * arity].iter().enumerate() {
+            let triple = [fh.global[k / arity], (k % arity) as u32, th.global[t as usize]];
+            match owner[t as usize] {
+                o if o == me => {
+                    mine.insert(triple);
+                }
+                o => sends[o as usize].extend(triple),
+            }
+        }
+        let got = self
+            .0
+            .comm
+            .all_to_all(&sends, &format!("checking Map `{}`", m.name()));
+        for (rank, words) in got.iter().enumerate() {
+            if let Some(t) = words.chunks(3).find(|t| !mine.contains(*t)) {
+                return Err(Error::ParLoop(format!(
+                    "Map `{}` was made on each rank's part after the distribution, and on rank \
+                     {rank} element {} of `{}` reaches element {} of `{}` (index {}), which \
+                     rank {me} owns but does not reach from that element: a write through the \
+                     map there would be lost. Declare the map in the Distribution (its rows \
+                     then define the exec halo), or make it reach only what the \
+                     distribution's maps reach from each row",
+                    m.name(),
+                    t[0],
+                    from.name(),
+                    t[2],
+                    to.name(),
+                    t[1]
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Whether any rank holds a halo of `d`'s set (the same answer on every rank).
 fn shared(d: &DataInner) -> bool {
     d.set

@@ -59,6 +59,9 @@ pub(crate) struct DistState {
     /// Lazy mode: values received for HaloSends whose HaloRecv has not run yet (by the
     /// HaloSend's seq).
     pub received: RefCell<std::collections::HashMap<u64, Vec<u32>>>,
+    /// Maps made with `Map::new` on a rank's part that loops wrote through: whether every
+    /// write reaches the target's owner (checked once, agreed; by map id).
+    pub maps_checked: RefCell<std::collections::HashMap<u64, std::result::Result<(), String>>>,
     /// Test hook: milliseconds to wait before completing each round's receives.
     pub recv_delay_ms: std::cell::Cell<u64>,
     /// The halo skip counters at the last force (explain() reports what changed since).
@@ -193,6 +196,7 @@ impl Context {
             packers: RefCell::new(std::collections::HashMap::new()),
             received: RefCell::new(std::collections::HashMap::new()),
             reductions: RefCell::new(std::collections::HashMap::new()),
+            maps_checked: RefCell::new(std::collections::HashMap::new()),
             recv_delay_ms: std::cell::Cell::new(0),
             halo_counts: std::cell::Cell::new((0, 0)),
         });
@@ -385,7 +389,9 @@ impl Context {
                     site.line(),
                     space.set().name()
                 );
-                self.agree(checked, &what)?
+                let part = self.agree(checked, &what)?;
+                self.check_maps_made_here(args, &what)?;
+                part
             } else {
                 checked?
             };
