@@ -241,6 +241,8 @@ impl BlockMesh {
     /// error on every rank.
     pub fn distribute(self, primary: GlobalSet, partitioner: Partitioner) -> Result<Distributed> {
         let ctx = self.ctx.clone();
+        // Tagged before the distribution's own collectives.
+        ctx.agree(Ok(()), "distributing the mesh (BlockMesh::distribute)")?;
         let out = distribute_blocks(&ctx, self, primary.0, partitioner);
         ctx.agree(out, "distributing the mesh")
     }

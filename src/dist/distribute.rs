@@ -195,6 +195,8 @@ impl Distribution {
     /// error on every rank, naming the rank where it arose.
     pub fn distribute(self, primary: GlobalSet, partitioner: Partitioner) -> Result<Distributed> {
         let ctx = self.ctx.clone();
+        // Tagged before the distribution's own collectives.
+        ctx.agree(Ok(()), "distributing the mesh (Distribution::distribute)")?;
         // The user's owners must be the same on every rank (a hash compared over the ranks).
         if let Partitioner::Owners(o) = &partitioner {
             let mut h = std::collections::hash_map::DefaultHasher::new();

@@ -90,6 +90,8 @@ impl Checkpoint {
 
     /// Writes the checkpoint to `path` (every rank its blocks; MPI-IO). Collective.
     pub fn write(&self, path: impl AsRef<Path>) -> Result<()> {
+        // Tagged before the rendezvous and HDF5's collective calls.
+        self.ctx.agree(Ok(()), "starting to write a checkpoint")?;
         let out = self
             .blocks()
             .and_then(|mesh| super::write_with(path.as_ref(), &mesh, self.step, &self.globals));

@@ -63,6 +63,8 @@ fn put_u64(loc: &hdf5::Location, name: &str, v: u64) -> hdf5::Result<()> {
 /// ranks: an error on one rank is an error on all.
 pub fn write(path: impl AsRef<Path>, mesh: &BlockMesh) -> Result<()> {
     let ctx = mesh.context().clone();
+    // Tagged before HDF5's collective calls: a rank in another call gets an error.
+    ctx.agree(Ok(()), "starting to write an HDF5 mesh file")?;
     let out = write_with(path.as_ref(), mesh, None, &[]);
     ctx.agree(out, "writing an HDF5 mesh file")
 }

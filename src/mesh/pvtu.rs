@@ -86,6 +86,8 @@ impl PartSeries {
         coords: &Dat<T>,
         fields: &[PartField],
     ) -> Result<()> {
+        // Tagged before this frame's exchanges: a rank in another call gets an error.
+        self.ctx.agree(Ok(()), "writing a frame")?;
         let k = self.frames.len();
         let piece = |r: usize| format!("{}_{k:06}_{r}.vtu", self.stem);
         let rank = self.ctx.rank();
