@@ -6,7 +6,7 @@
 //!
 //! One `mpirun` runs a batch of seeds (`dist_fuzz_worker`); every rank writes a line per case
 //! to its own file: `start <seed>`, then `ok <seed>` or `fail <seed> <why>`. A hang is caught
-//! by parloop itself: the workers run with `PARLOOP_COMM_TIMEOUT=20`, so a rank that waits
+//! by parloop itself: the workers run with `PARLOOP_COMM_TIMEOUT=60`, so a rank that waits
 //! for the others longer than that aborts the job naming itself and what it waits in; the
 //! driver reports the seed that was running with that message, then goes on from the next
 //! seed in a new `mpirun`.
@@ -199,7 +199,9 @@ fn mpirun_batch(np: usize, first: u64, count: u64) -> (Vec<(u64, Outcome)>, Stri
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&err_path).unwrap());
     if std::env::var_os("PARLOOP_COMM_TIMEOUT").is_none() {
-        cmd.env("PARLOOP_COMM_TIMEOUT", "20");
+        // Generous: ranks oversubscribed on a loaded machine compile a case's shaders (a
+        // dozen more with the linear algebra) one after another; 20 s once timed out there.
+        cmd.env("PARLOOP_COMM_TIMEOUT", "60");
     }
     let mut child = cmd.spawn().expect("mpirun (Open MPI) on the PATH");
     // parloop's own timeout ends a hung job; this deadline only guards the harness.

@@ -194,6 +194,37 @@ fn map_after_distribution_worker() {
         let r = ctx.dat_zeros::<f32>("r", &cells, 1).unwrap();
         ctx.par_loop(&copy, &cells, &[i.at(&stray, 0).read(), r.write()])
             .unwrap();
+        // Written at index 0 (cell g to node g) and read at index 1 (the stray one): allowed.
+        let both: Vec<u32> = values
+            .iter()
+            .zip(stray.values())
+            .flat_map(|(&a, &b)| [a, b])
+            .collect();
+        let both = Map::new("both", &cells, &nodes, 2, &both).unwrap();
+        let j = ctx.dat_zeros::<f32>("j", &nodes, 1).unwrap();
+        ctx.par_loop(&add, &cells, &[ids.read(), j.at(&both, 0).inc()])
+            .unwrap();
+        ctx.par_loop(&copy, &cells, &[j.at(&both, 1).read(), r.write()])
+            .unwrap();
+        let j = j.gather().unwrap().unwrap_or_default();
+        assert!(j.is_empty() || j[..8] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], "{j:?}");
+        // Cell g to node g + 1, but rank 0's copy of cell 4 (its exec halo) holds a
+        // placeholder: cell 4 would be counted twice, into two nodes. Refused on every rank.
+        let next: Vec<u32> = cells.global_ids().unwrap()[..]
+            .iter()
+            .enumerate()
+            .map(|(k, &g)| match k {
+                k if k < cells.size() => local[&(g + 1)],
+                k if k < run && ctx.rank() == 0 => 0,
+                k if k < run => local[&(g + 1)],
+                _ => 0,
+            })
+            .collect();
+        let next = Map::new("next", &cells, &nodes, 1, &next).unwrap();
+        let err = ctx
+            .par_loop(&add, &cells, &[ids.read(), i.at(&next, 0).inc()])
+            .unwrap_err();
+        assert!(err.to_string().contains("Map `next`"), "{err}");
     }
     // READ through it, after the writes.
     let r = ctx.dat_zeros::<f32>("r", &cells, 1).unwrap();

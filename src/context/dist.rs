@@ -316,16 +316,20 @@ impl Context {
             if m.reach() != Reach::Any || !a.access.writes() {
                 continue;
             }
-            let known = self.0.dist().maps_checked.borrow().get(&m.id()).cloned();
+            // The columns written (one index, or all): the others may be only read.
+            let column = match a.via {
+                Via::Map(_, j) => Some(j),
+                Via::MapAll(_) | Via::Direct | Via::Global => None,
+            };
+            let key = (m.id(), column);
+            let known = self.0.dist().maps_checked.borrow().get(&key).cloned();
             let found = match known {
                 Some(found) => found,
                 None => {
-                    let found = self.writes_reach_owners(m);
-                    let found = match self.agree(found, &format!("checking Map `{}`", m.name())) {
-                        Ok(()) => Ok(()),
-                        Err(e) => Err(e.to_string()),
-                    };
-                    self.0.dist().maps_checked.borrow_mut().insert(m.id(), found.clone());
+                    let found = self.writes_reach_owners(m, column);
+                    let what = "checking a map made after the distribution";
+                    let found = self.agree(found, what).map_err(|e| e.to_string());
+                    self.0.dist().maps_checked.borrow_mut().insert(key, found.clone());
                     found
                 }
             };
@@ -340,45 +344,59 @@ impl Context {
         Ok(())
     }
 
-    /// Whether every (row, index, target) of `m` that a rank runs, by global numbers, is run
-    /// by the target's owner too (collective: one all-to-all).
-    fn writes_reach_owners(&self, m: &crate::data::Map) -> Result<()> {
+    /// Whether every (row, index, target) of `m` (at `column`, or every index) that a rank
+    /// runs, by global numbers, is run alike by the target's owner and by the row's owner
+    /// (collective: one all-to-all). The exec halo comes from the distribution's maps: a row
+    /// the target's owner does not run loses its write there, and an exec-halo row that
+    /// differs from its owner's copy writes what no one-process map can.
+    fn writes_reach_owners(&self, m: &crate::data::Map, column: Option<usize>) -> Result<()> {
         let (from, to, arity) = (m.from_set(), m.to_set(), m.arity());
         let (Some(fh), Some(th)) = (from.halo(), to.halo()) else {
             return Ok(());
         };
         let me = self.rank() as u32;
-        let mut owner = vec![me; to.total()];
-        for x in &th.exchanges {
-            for &l in &x.recv {
-                owner[l as usize] = x.rank;
+        let owners = |set: &crate::data::Set, h: &crate::data::halo::Halo| {
+            let mut owner = vec![me; set.total()];
+            for x in &h.exchanges {
+                for &l in &x.recv {
+                    owner[l as usize] = x.rank;
+                }
             }
-        }
+            owner
+        };
+        let (row_owner, target_owner) = (owners(from, fh), owners(to, th));
         let rows = from.size() + from.sections().exec_halo;
-        let mut mine = std::collections::HashSet::new();
+        let mut here = std::collections::HashSet::new();
         let mut sends = vec![Vec::new(); self.ranks()];
         for (k, &t) in m.values()[..rows * arity].iter().enumerate() {
-            let triple = [fh.global[k / arity], (k % arity) as u32, th.global[t as usize]];
-            match owner[t as usize] {
-                o if o == me => {
-                    mine.insert(triple);
-                }
-                o => sends[o as usize].extend(triple),
+            let (r, j) = (k / arity, k % arity);
+            if column.is_some_and(|c| c != j) {
+                continue;
+            }
+            let triple = [fh.global[r], j as u32, th.global[t as usize]];
+            here.insert(triple);
+            let (a, b) = (target_owner[t as usize], row_owner[r]);
+            if a != me {
+                sends[a as usize].extend(triple);
+            }
+            if b != me && b != a {
+                sends[b as usize].extend(triple);
             }
         }
         let got = self
             .0
             .comm
-            .all_to_all(&sends, &format!("checking Map `{}`", m.name()));
+            .all_to_all(&sends, "checking a map made after the distribution");
         for (rank, words) in got.iter().enumerate() {
-            if let Some(t) = words.chunks(3).find(|t| !mine.contains(*t)) {
+            if let Some(t) = words.chunks(3).find(|t| !here.contains(*t)) {
                 return Err(Error::ParLoop(format!(
                     "Map `{}` was made on each rank's part after the distribution, and on rank \
                      {rank} element {} of `{}` reaches element {} of `{}` (index {}), which \
-                     rank {me} owns but does not reach from that element: a write through the \
-                     map there would be lost. Declare the map in the Distribution (its rows \
-                     then define the exec halo), or make it reach only what the \
-                     distribution's maps reach from each row",
+                     rank {me} owns (the element or its target) but does not run the same \
+                     way: a write through the map would be lost or land elsewhere than on one \
+                     process. Declare the map in the Distribution (its rows then define the \
+                     exec halo), or give every rank's copy of a row the same targets, reaching \
+                     only what the distribution's maps reach from it",
                     m.name(),
                     t[0],
                     from.name(),

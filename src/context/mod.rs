@@ -60,8 +60,8 @@ pub(crate) struct DistState {
     /// HaloSend's seq).
     pub received: RefCell<std::collections::HashMap<u64, Vec<u32>>>,
     /// Maps made with `Map::new` on a rank's part that loops wrote through: whether every
-    /// write reaches the target's owner (checked once, agreed; by map id).
-    pub maps_checked: RefCell<std::collections::HashMap<u64, std::result::Result<(), String>>>,
+    /// write reaches its owners (see `MapChecks`).
+    pub maps_checked: RefCell<MapChecks>,
     /// Test hook: milliseconds to wait before completing each round's receives.
     pub recv_delay_ms: std::cell::Cell<u64>,
     /// The halo skip counters at the last force (explain() reports what changed since).
@@ -77,6 +77,11 @@ impl Inner {
             .expect("internal: distributed work on a Context of one rank")
     }
 }
+
+/// Per (map id, column written, or all): whether every write through a map made after the
+/// distribution reaches its owners (checked once, agreed).
+pub(crate) type MapChecks =
+    std::collections::HashMap<(u64, Option<usize>), std::result::Result<(), String>>;
 
 /// A send-list set, its map into the distributed set, and the kernel that copies through it.
 pub(crate) type Packer = (crate::data::Set, crate::data::Map, Kernel);

@@ -7,10 +7,13 @@
 //! elements only or with something else than the owners' values in the halo, maps made with
 //! `Map::new` on each rank's part after the distribution (columns of a declared map, read,
 //! written and incremented through), errors injected on one rank at a public entry point
-//! (every rank must return one), Dats dropped on some ranks only. The model is the
+//! (every rank must return one), Dats dropped on some ranks only; sparse matrices and CG
+//! with host writes between solves, in f32 or f64 (`linalg`). The model is the
 //! single-process fuzzer's (`tests/fuzz_model`): plain Rust on the global mesh, element by
 //! element, that never calls parloop. Rank 0 compares every gathered Dat with it and every
 //! rank every Global, exactly (all values are exact in any order).
+
+mod linalg;
 
 use crate::fuzz_model::any::{AnyDat, AnyGlobal, declare};
 use crate::fuzz_model::program::{DatT, GlobalT, MapT, Objects};
@@ -223,6 +226,17 @@ impl World {
                 let n = self.obj.dats.len() + self.obj.globals.len();
                 let i = self.rng.below(n);
                 self.check(i, &format!("after loop {l}"))?;
+            }
+        }
+        // Sparse matrices and solvers on a third of the programs, in f64 on half of those
+        // where the adapter has it.
+        if self.rng.chance(0.3) {
+            // f64 increments need a colouring strategy (no 64-bit atomics in WGSL).
+            let f64 = self.ctx.gpu().f64() && self.ctx.config().strategy.takes_f64();
+            if self.rng.chance(0.5) && f64 {
+                self.linear_algebra::<f64>()?;
+            } else {
+                self.linear_algebra::<f32>()?;
             }
         }
         for i in 0..self.obj.dats.len() + self.obj.globals.len() {
