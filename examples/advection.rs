@@ -223,12 +223,20 @@ pub fn solve(
     })
 }
 
-fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
-    let a = Args::parse();
+fn main() {
+    if let Err(e) = run_main(Args::parse()) {
+        eprintln!("advection: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run_main(a: Args) -> std::result::Result<(), Box<dyn std::error::Error>> {
     let mesh = gmsh::read_file(&a.mesh)?;
+    // --profile adds the table; PARLOOP_PROFILE=table asks for it as well.
+    let env = parloop::Config::from_env()?;
     let ctx = Context::with_config(parloop::Config {
-        profile_table: a.profile,
-        ..parloop::Config::from_env()?
+        profile_table: a.profile || env.profile_table,
+        ..env
     })?;
     println!(
         "{}: {} {}s, {} vertices; adapter {}",

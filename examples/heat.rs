@@ -155,15 +155,23 @@ pub fn run<T: Real>(
     Ok(h)
 }
 
-fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
-    let a = Args::parse();
+fn main() {
+    if let Err(e) = run_main(Args::parse()) {
+        eprintln!("heat: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run_main(a: Args) -> std::result::Result<(), Box<dyn std::error::Error>> {
     let mesh = match &a.mesh {
         Some(p) => gmsh::read_file(p)?,
         None => unit_square(a.n),
     };
+    // --profile adds the table; PARLOOP_PROFILE=table asks for it as well.
+    let env = parloop::Config::from_env()?;
     let ctx = Context::with_config(parloop::Config {
-        profile_table: a.profile,
-        ..parloop::Config::from_env()?
+        profile_table: a.profile || env.profile_table,
+        ..env
     })?;
     println!(
         "{} triangles, {} vertices, {}, dt {}; adapter {}",
