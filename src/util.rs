@@ -1,6 +1,6 @@
 //! Small helpers shared by the stages: a seeded random number generator (for generators,
-//! property tests and benchmarks; reproducible on every platform) and a wall clock that also
-//! works in the browser's wasm.
+//! property tests and benchmarks; reproducible on every platform), a wall clock that also
+//! works in the browser's wasm, and files replaced whole or not at all.
 
 /// SplitMix64: tiny, fast, and good enough for test inputs and synthetic meshes.
 #[derive(Clone, Debug)]
@@ -97,4 +97,37 @@ mod tests {
         }
         assert!(hits.iter().all(|&h| (800..1200).contains(&h)), "{hits:?}");
     }
+}
+
+/// A temporary name beside `path`, in the same directory (so that a rename onto `path` is
+/// atomic), keeping its extension (writers that choose the format from it see the same):
+/// `dir/.wave.pvd.tmp-<pid>.pvd` for `dir/wave.pvd`.
+pub fn temp_beside(path: &std::path::Path) -> std::path::PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = path
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.tmp-{}{ext}", std::process::id()))
+}
+
+/// Replaces `path` with what `write` puts in a temporary file beside it, renamed into place
+/// only once written and flushed to disk: killed at any moment, `path` holds its old contents
+/// or its new ones, never a part. On an error the temporary file is removed and `path` is
+/// untouched.
+pub fn replace_file(
+    path: &std::path::Path,
+    write: impl FnOnce(&std::path::Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let tmp = temp_beside(path);
+    let done = write(&tmp)
+        .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if done.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    done
 }

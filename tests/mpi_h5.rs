@@ -496,14 +496,34 @@ fn bad_contents_and_names_are_errors_that_name_them() {
         let env = [("FILE", path.to_str().unwrap()), ("EXPECT", expect)];
         assert_eq!(mpirun::mpirun_env(2, "bad_file_worker", &env), vec![1.0]);
     }
-    // Names HDF5 cannot hold are refused before anything is written.
+    // Names HDF5 cannot hold are refused before anything is written: an existing file of
+    // that name stays as it was, and no temporary file is left beside it.
+    let path = scratch("names.h5");
+    let mut good = parloop::dist::BlockMesh::new(&ctx);
+    good.set("a", 3);
+    parloop::h5::write(&path, &good).unwrap();
+    let before = std::fs::read(&path).unwrap();
     let mut b = parloop::dist::BlockMesh::new(&ctx);
     b.set("a/b", 1);
-    let err = parloop::h5::write(scratch("names.h5"), &b).unwrap_err();
+    let err = parloop::h5::write(&path, &b).unwrap_err();
     assert!(
         err.to_string().contains("set `a/b` cannot be written"),
         "{err}"
     );
+    assert_eq!(std::fs::read(&path).unwrap(), before, "the refused write changed the file");
+    let dir = path.parent().unwrap();
+    let stray: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".names.h5.tmp"))
+        .collect();
+    assert!(stray.is_empty(), "temporary files left: {stray:?}");
+    // A write replaces the file whole: it reads back with the new contents.
+    good.set("b", 2);
+    parloop::h5::write(&path, &good).unwrap();
+    assert_ne!(std::fs::read(&path).unwrap(), before);
+    MeshFile::read(&ctx, &path).unwrap();
     // A checkpoint of sets that were not distributed, on 2 ranks.
     assert_eq!(
         mpirun::mpirun(2, "checkpoint_of_plain_sets_worker", "block"),

@@ -107,7 +107,8 @@ impl Context {
     /// holds the tracks and no events.
     pub fn write_trace(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
-        std::fs::write(path, self.trace_json())
+        let text = self.trace_json();
+        crate::util::replace_file(path, |tmp| std::fs::write(tmp, text))
             .map_err(|e| Error::Usage(format!("write_trace: cannot write {}: {e}", path.display())))
     }
 }
@@ -151,7 +152,8 @@ impl Drop for Inner {
             } else {
                 path.clone()
             };
-            if let Err(e) = std::fs::write(&path, prof.to_json(rank, ranks)) {
+            let text = prof.to_json(rank, ranks);
+            if let Err(e) = crate::util::replace_file(&path, |tmp| std::fs::write(tmp, text)) {
                 eprintln!("parloop: cannot write the timeline {}: {e}", path.display());
             }
         }

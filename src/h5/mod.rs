@@ -80,10 +80,50 @@ pub(crate) fn write_with(
     globals: &[GlobalWords],
 ) -> Result<()> {
     let e = |what: &str| h5err(path, what);
-    let file = open(mesh.context().comm(), path, true).map_err(e("creating the file"))?;
-    // Every group and dataset handle is closed before the file.
-    write_contents(path, &file, mesh, step, globals)?;
-    file.close().map_err(e("closing the file"))
+    let ctx = mesh.context();
+    // Nothing touches the disk before the names are checked; then the file is written under
+    // a temporary name beside `path` (the same on every rank) and renamed into place by rank
+    // 0 once every rank has closed its part: killed at any moment, `path` keeps the last
+    // complete file.
+    ctx.agree(check_names(mesh, globals), "checking the names to write")?;
+    let tmp = crate::util::temp_beside(path);
+    let tmp = if ctx.ranks() > 1 {
+        // Rank 0's process id names it on every rank.
+        let mut id = [std::process::id()];
+        ctx.comm().broadcast(&mut id, "naming the temporary file");
+        let name = tmp.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let mine = format!("{}", std::process::id());
+        tmp.with_file_name(name.replacen(&mine, &id[0].to_string(), 1))
+    } else {
+        tmp
+    };
+    let written = open(ctx.comm(), &tmp, true)
+        .map_err(e("creating the file"))
+        .and_then(|file| {
+            // Every group and dataset handle is closed before the file.
+            write_contents(path, &file, mesh, step, globals)?;
+            file.close().map_err(e("closing the file"))
+        });
+    let written = ctx.agree(written, "writing the file's parts");
+    if ctx.rank() == 0 {
+        let placed = written.as_ref().map_err(|_| ()).and_then(|()| {
+            std::fs::File::open(&tmp)
+                .and_then(|f| f.sync_all())
+                .and_then(|()| std::fs::rename(&tmp, path))
+                .map_err(|_| ())
+        });
+        if placed.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+            if written.is_ok() {
+                return Err(Error::Data(format!(
+                    "{}: written, but it could not be renamed into place from {}",
+                    path.display(),
+                    tmp.display()
+                )));
+            }
+        }
+    }
+    written
 }
 
 fn write_contents(
@@ -95,7 +135,6 @@ fn write_contents(
 ) -> Result<()> {
     let ctx = mesh.context();
     let e = |what: &str| h5err(path, what);
-    check_names(mesh, globals)?;
     // A raw write that fails on one rank is reported after every rank has made every
     // collective creation (a rank leaving early would hang the others).
     let mut failed: Option<Error> = None;

@@ -99,8 +99,12 @@ impl PartSeries {
         let out = if rank == 0 {
             let pieces: Vec<String> = (0..self.ctx.ranks()).map(piece).collect();
             let io = |e: std::io::Error| Error::Data(format!("writing {}: {e}", file));
-            std::fs::write(self.dir.join(&file), pvtu(fields, &pieces))
-                .and_then(|()| std::fs::write(self.pvd_path(), super::vtk::pvd(&self.frames)))
+            let (text, series) = (pvtu(fields, &pieces), super::vtk::pvd(&self.frames));
+            let path = self.dir.join(&file);
+            crate::util::replace_file(&path, |tmp| std::fs::write(tmp, text))
+                .and_then(|()| {
+                    crate::util::replace_file(&self.pvd_path(), |tmp| std::fs::write(tmp, series))
+                })
                 .map_err(io)
         } else {
             Ok(())

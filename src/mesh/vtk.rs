@@ -178,8 +178,10 @@ pub fn write_vtu(path: impl AsRef<Path>, mesh: &Mesh, fields: &[Field]) -> std::
             data: Attributes { point, cell },
         }),
     };
-    vtk.export(path)
-        .map_err(|e| std::io::Error::other(format!("writing {}: {e}", path.display())))
+    crate::util::replace_file(path, |tmp| {
+        vtk.export(tmp)
+            .map_err(|e| std::io::Error::other(format!("writing {}: {e}", path.display())))
+    })
 }
 
 /// A time series: frames `<stem>_<k>.vtu` next to `<stem>.pvd`, which ParaView opens.
@@ -206,7 +208,8 @@ impl Series {
         let file = format!("{}_{:06}.vtu", self.stem, self.frames.len());
         write_vtu(self.dir.join(&file), mesh, fields)?;
         self.frames.push((time, file));
-        std::fs::write(self.pvd_path(), pvd(&self.frames))
+        let text = pvd(&self.frames);
+        crate::util::replace_file(&self.pvd_path(), |tmp| std::fs::write(tmp, text))
     }
 
     /// The collection file ParaView opens.
