@@ -62,6 +62,12 @@ const REGRESSIONS: &[(usize, u64, &str)] = &[
     ),
     (
         2,
+        2_000_051,
+        "an f64 Dat on a rank that owns none of its set: its empty host copy was refused as \
+         misaligned",
+    ),
+    (
+        2,
         29,
         "set_data forced as data() on a rank with a halo and as a host write on a rank \
          without: two calls to the tagged agreement",

@@ -118,7 +118,13 @@ impl DataInner {
     fn read_guard<T: Scalar>(&self) -> Result<Ref<'_, [T]>> {
         let r = self.borrow_host()?;
         let n = self.visible();
-        Ref::filter_map(r, |v| bytemuck::try_cast_slice(&v[..n]).ok()).map_err(|_| misaligned(self))
+        // Nothing visible (a rank that owns no element): an empty slice, whatever the
+        // address of an empty host copy (a dangling one is only 4-byte aligned).
+        Ref::filter_map(r, |v| match n {
+            0 => Some(&[][..]),
+            _ => bytemuck::try_cast_slice(&v[..n]).ok(),
+        })
+        .map_err(|_| misaligned(self))
     }
 
     fn write_guard<T: Scalar>(&self) -> Result<RefMut<'_, [T]>> {
@@ -130,8 +136,11 @@ impl DataInner {
             ))
         })?;
         let n = self.visible();
-        let guard = RefMut::filter_map(r, |v| bytemuck::try_cast_slice_mut(&mut v[..n]).ok())
-            .map_err(|_| misaligned(self))?;
+        let guard = RefMut::filter_map(r, |v| match n {
+            0 => Some(&mut [][..]),
+            _ => bytemuck::try_cast_slice_mut(&mut v[..n]).ok(),
+        })
+        .map_err(|_| misaligned(self))?;
         self.state.written_on_host();
         self.halo_stale_after_write();
         Ok(guard)
