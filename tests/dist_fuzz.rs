@@ -130,7 +130,8 @@ fn config(case: &Case) -> Config {
     }
     config.soa |= case.seed % 4 == 1;
     if case.strategy == parloop::Strategy::Tune {
-        let file = std::env::temp_dir().join(format!("parloop-dist-fuzz-tune-{}.json", case.seed % 3));
+        let file =
+            std::env::temp_dir().join(format!("parloop-dist-fuzz-tune-{}.json", case.seed % 3));
         config.tune_cache = parloop::TuneCache::File(file);
     }
     config

@@ -510,7 +510,11 @@ fn bad_contents_and_names_are_errors_that_name_them() {
         err.to_string().contains("set `a/b` cannot be written"),
         "{err}"
     );
-    assert_eq!(std::fs::read(&path).unwrap(), before, "the refused write changed the file");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "the refused write changed the file"
+    );
     let dir = path.parent().unwrap();
     let stray: Vec<_> = std::fs::read_dir(dir)
         .unwrap()

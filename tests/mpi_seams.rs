@@ -102,7 +102,11 @@ fn initial_values_worker() {
         .unwrap();
     out.extend(y.gather().unwrap().unwrap_or_default());
     // A wrong length on one rank is an error on every rank.
-    let n = if ctx.rank() == 1 { nodes.total() + 1 } else { nodes.size() };
+    let n = if ctx.rank() == 1 {
+        nodes.total() + 1
+    } else {
+        nodes.size()
+    };
     let err = ctx.dat("bad", &nodes, 1, &vec![0.0f32; n]).err().unwrap();
     assert!(err.to_string().contains("Dat `bad`"), "{err}");
     write_out(&ctx, &out);
@@ -147,7 +151,12 @@ fn map_after_distribution_worker() {
         .collect();
     let c2n0 = Map::new("c2n0", &cells, &nodes, 1, &values).unwrap();
     let ids = ctx
-        .dat("ids", &cells, 1, &local_values(&cells, |g| g as f32 + 1.0, None)[..cells.size()])
+        .dat(
+            "ids",
+            &cells,
+            1,
+            &local_values(&cells, |g| g as f32 + 1.0, None)[..cells.size()],
+        )
         .unwrap();
     let w = ctx.dat_zeros::<f32>("w", &nodes, 1).unwrap();
     let i = ctx.dat_zeros::<f32>("i", &nodes, 1).unwrap();
@@ -189,7 +198,10 @@ fn map_after_distribution_worker() {
             .par_loop(&add, &cells, &[ids.read(), i.at(&stray, 0).inc()])
             .unwrap_err();
         let m = err.to_string();
-        assert!(m.contains("Map `stray`") && m.contains("would be lost"), "{m}");
+        assert!(
+            m.contains("Map `stray`") && m.contains("would be lost"),
+            "{m}"
+        );
         // Reading through it needs no owner's help: allowed.
         let r = ctx.dat_zeros::<f32>("r", &cells, 1).unwrap();
         ctx.par_loop(&copy, &cells, &[i.at(&stray, 0).read(), r.write()])
@@ -207,7 +219,10 @@ fn map_after_distribution_worker() {
         ctx.par_loop(&copy, &cells, &[j.at(&both, 1).read(), r.write()])
             .unwrap();
         let j = j.gather().unwrap().unwrap_or_default();
-        assert!(j.is_empty() || j[..8] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], "{j:?}");
+        assert!(
+            j.is_empty() || j[..8] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0],
+            "{j:?}"
+        );
         // Cell g to node g + 1, but rank 0's copy of cell 4 (its exec halo) holds a
         // placeholder: cell 4 would be counted twice, into two nodes. Refused on every rank.
         let next: Vec<u32> = cells.global_ids().unwrap()[..]
@@ -353,7 +368,12 @@ fn drop_on_one_rank_worker() {
             ctx.par_loop(&bump, &plain, &[mine.rw()]).unwrap();
         }
     }
-    assert!(ctx.pending() <= 14, "rank {}: {} pending", ctx.rank(), ctx.pending());
+    assert!(
+        ctx.pending() <= 14,
+        "rank {}: {} pending",
+        ctx.rank(),
+        ctx.pending()
+    );
     let mine = mine.data_ro().unwrap()[0];
     assert_eq!(mine, if ctx.rank() == 1 { 26.0 } else { 0.0 });
     write_out(&ctx, &y.gather().unwrap().unwrap_or_default());
@@ -467,7 +487,9 @@ fn empty_rank_f64_worker() {
     let nodes = d.set("nodes", 9);
     let c2n: Vec<u32> = (0..8).flat_map(|c| [c, c + 1]).collect();
     d.map("c2n", cells, nodes, 2, &c2n).unwrap();
-    let part = d.distribute(cells, Partitioner::Owners(vec![0; 8])).unwrap();
+    let part = d
+        .distribute(cells, Partitioner::Owners(vec![0; 8]))
+        .unwrap();
     let cells = part.set(cells);
     let owned: Vec<f64> = cells.global_ids().unwrap()[..cells.size()]
         .iter()

@@ -116,7 +116,12 @@ impl Context {
     }
 
     /// The checks of a new Dat of `dim` on `set`: its values' count.
-    fn check_dat<T: Scalar>(&self, name: &str, set: &crate::data::Set, dim: usize) -> Result<usize> {
+    fn check_dat<T: Scalar>(
+        &self,
+        name: &str,
+        set: &crate::data::Set,
+        dim: usize,
+    ) -> Result<usize> {
         if dim == 0 {
             return Err(Error::Data(format!("Dat `{name}`: dim must be at least 1")));
         }
@@ -161,7 +166,13 @@ impl Context {
     ) -> Dat<T> {
         debug_assert_eq!(values.len(), set.total() * dim, "internal: {name}");
         Dat {
-            inner: self.dat_words(name, set, dim, T::DTYPE, bytemuck::cast_slice(values).to_vec()),
+            inner: self.dat_words(
+                name,
+                set,
+                dim,
+                T::DTYPE,
+                bytemuck::cast_slice(values).to_vec(),
+            ),
             _t: PhantomData,
         }
     }

@@ -329,7 +329,11 @@ impl Context {
                     let found = self.writes_reach_owners(m, column);
                     let what = "checking a map made after the distribution";
                     let found = self.agree(found, what).map_err(|e| e.to_string());
-                    self.0.dist().maps_checked.borrow_mut().insert(key, found.clone());
+                    self.0
+                        .dist()
+                        .maps_checked
+                        .borrow_mut()
+                        .insert(key, found.clone());
                     found
                 }
             };

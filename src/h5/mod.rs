@@ -91,7 +91,11 @@ pub(crate) fn write_with(
         // Rank 0's process id names it on every rank.
         let mut id = [std::process::id()];
         ctx.comm().broadcast(&mut id, "naming the temporary file");
-        let name = tmp.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let name = tmp
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         let mine = format!("{}", std::process::id());
         tmp.with_file_name(name.replacen(&mine, &id[0].to_string(), 1))
     } else {

@@ -56,10 +56,9 @@ impl<T: Real> Mat<T> {
         // Each rank's own layout, halo rows included (not the owners' values).
         let diag = ctx.dat_local(&format!("{name} diagonal slot"), &s.rows, 1, &pos);
         let count = ctx.dat_local(&format!("{name} row lengths"), &s.rows, 1, &s.counts);
-        let owned = s
-            .owned
-            .as_ref()
-            .map(|(counts, _)| ctx.dat_local(&format!("{name} owned row lengths"), &s.rows, 1, counts));
+        let owned = s.owned.as_ref().map(|(counts, _)| {
+            ctx.dat_local(&format!("{name} owned row lengths"), &s.rows, 1, counts)
+        });
         Ok(Mat {
             sparsity: s.clone(),
             values,

@@ -94,7 +94,11 @@ impl World {
         };
         let u = ctx.dat_zeros::<T>("fz_u", &nodes, 1).map_err(e("u"))?;
         let diagonal = m.diagonal(&ctx).map_err(e("diagonal"))?;
-        let mut b = self.nodes_dat::<T>("fz_b", &want.iter().map(|&v| v as i32).collect::<Vec<_>>(), false)?;
+        let mut b = self.nodes_dat::<T>(
+            "fz_b",
+            &want.iter().map(|&v| v as i32).collect::<Vec<_>>(),
+            false,
+        )?;
         for solve in 0..2 {
             let rhs = if solve == 0 {
                 want.clone()

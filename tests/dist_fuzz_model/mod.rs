@@ -451,13 +451,24 @@ impl World {
                 ("a kernel that does not compile", failed.is_err())
             }
             1 => {
-                let n = if me { set.total() * dim + 1 } else { set.size() * dim };
+                let n = if me {
+                    set.total() * dim + 1
+                } else {
+                    set.size() * dim
+                };
                 let made = AnyDat::new(&self.ctx, "bad", set, dt.dtype, dim, Some(vec![0; n]));
                 ("a new Dat with a wrong length", made.is_err())
             }
             _ => {
-                let n = if me { set.total() * dim + 1 } else { set.size() * dim };
-                ("set_data with a wrong length", h.set_data(&vec![0; n]).is_err())
+                let n = if me {
+                    set.total() * dim + 1
+                } else {
+                    set.size() * dim
+                };
+                (
+                    "set_data with a wrong length",
+                    h.set_data(&vec![0; n]).is_err(),
+                )
             }
         };
         if !failed {
