@@ -99,10 +99,19 @@ mod tests {
     }
 }
 
+/// A name for this process's next temporary file: its process id and a count, unique among
+/// the process's threads.
+pub fn temp_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
+}
+
 /// A temporary name beside `path`, in the same directory (so that a rename onto `path` is
 /// atomic), keeping its extension (writers that choose the format from it see the same):
-/// `dir/.wave.pvd.tmp-<pid>.pvd` for `dir/wave.pvd`.
-pub fn temp_beside(path: &std::path::Path) -> std::path::PathBuf {
+/// `dir/.wave.pvd.tmp-<id>.pvd` for `dir/wave.pvd`. A run killed while writing leaves such a
+/// hidden file behind; the target keeps its last complete contents.
+pub fn temp_beside(path: &std::path::Path, id: &str) -> std::path::PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -111,7 +120,15 @@ pub fn temp_beside(path: &std::path::Path) -> std::path::PathBuf {
         .extension()
         .map(|e| format!(".{}", e.to_string_lossy()))
         .unwrap_or_default();
-    path.with_file_name(format!(".{name}.tmp-{}{ext}", std::process::id()))
+    path.with_file_name(format!(".{name}.tmp-{id}{ext}"))
+}
+
+/// Flushes the file at `path` to disk (through a writable handle, which some systems need).
+pub fn sync_file(path: &std::path::Path) -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)?
+        .sync_all()
 }
 
 /// Replaces `path` with what `write` puts in a temporary file beside it, renamed into place
@@ -122,9 +139,9 @@ pub fn replace_file(
     path: &std::path::Path,
     write: impl FnOnce(&std::path::Path) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    let tmp = temp_beside(path);
+    let tmp = temp_beside(path, &temp_id());
     let done = write(&tmp)
-        .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
+        .and_then(|()| sync_file(&tmp))
         .and_then(|()| std::fs::rename(&tmp, path));
     if done.is_err() {
         let _ = std::fs::remove_file(&tmp);

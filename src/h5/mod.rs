@@ -86,21 +86,14 @@ pub(crate) fn write_with(
     // 0 once every rank has closed its part: killed at any moment, `path` keeps the last
     // complete file.
     ctx.agree(check_names(mesh, globals), "checking the names to write")?;
-    let tmp = crate::util::temp_beside(path);
-    let tmp = if ctx.ranks() > 1 {
-        // Rank 0's process id names it on every rank.
-        let mut id = [std::process::id()];
-        ctx.comm().broadcast(&mut id, "naming the temporary file");
-        let name = tmp
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned();
-        let mine = format!("{}", std::process::id());
-        tmp.with_file_name(name.replacen(&mine, &id[0].to_string(), 1))
-    } else {
-        tmp
-    };
+    // One name on every rank: rank 0's.
+    let mut id = crate::util::temp_id().into_bytes();
+    id.resize(32, b' ');
+    let mut words: Vec<u32> = bytemuck::pod_collect_to_vec(&id);
+    ctx.comm()
+        .broadcast(&mut words, "naming the temporary file");
+    let id: Vec<u8> = bytemuck::pod_collect_to_vec(&words);
+    let tmp = crate::util::temp_beside(path, String::from_utf8_lossy(&id).trim());
     let written = open(ctx.comm(), &tmp, true)
         .map_err(e("creating the file"))
         .and_then(|file| {
@@ -110,21 +103,19 @@ pub(crate) fn write_with(
         });
     let written = ctx.agree(written, "writing the file's parts");
     if ctx.rank() == 0 {
-        let placed = written.as_ref().map_err(|_| ()).and_then(|()| {
-            std::fs::File::open(&tmp)
-                .and_then(|f| f.sync_all())
-                .and_then(|()| std::fs::rename(&tmp, path))
-                .map_err(|_| ())
-        });
-        if placed.is_err() {
+        let placed = match &written {
+            Ok(()) => crate::util::sync_file(&tmp).and_then(|()| std::fs::rename(&tmp, path)),
+            Err(_) => Ok(()),
+        };
+        if written.is_err() || placed.is_err() {
             let _ = std::fs::remove_file(&tmp);
-            if written.is_ok() {
-                return Err(Error::Data(format!(
-                    "{}: written, but it could not be renamed into place from {}",
-                    path.display(),
-                    tmp.display()
-                )));
-            }
+        }
+        if let Err(why) = placed {
+            return Err(Error::Data(format!(
+                "{}: written, but it could not be renamed into place from {}: {why}",
+                path.display(),
+                tmp.display()
+            )));
         }
     }
     written

@@ -319,15 +319,7 @@ impl World {
                     random_values(&mut self.rng, dtype, self.sizes[set] * dim)
                 };
                 let local = (!zeros).then(|| self.local(set, dim, &vals, true));
-                let name = format!("t{l}");
-                let h = AnyDat::new(&self.ctx, &name, &self.sets[set], dtype, dim, local)?;
-                self.obj.dats.push(DatT {
-                    handle: Some(h),
-                    set,
-                    dim,
-                    dtype,
-                    vals,
-                });
+                self.new_dat(&format!("t{l}"), (set, dtype, dim), vals, local)?;
             }
             // A Dat dropped.
             7 if live.len() > 2 => self.obj.dats[d].handle = None,
@@ -345,15 +337,7 @@ impl World {
                 } else {
                     self.local(set, dim, &vals, false)
                 };
-                let name = format!("v{l}");
-                let h = AnyDat::new(&self.ctx, &name, &self.sets[set], dtype, dim, Some(local))?;
-                self.obj.dats.push(DatT {
-                    handle: Some(h),
-                    set,
-                    dim,
-                    dtype,
-                    vals,
-                });
+                self.new_dat(&format!("v{l}"), (set, dtype, dim), vals, Some(local))?;
             }
             // set_data with every local value, the halo's wrong.
             9 => {
@@ -378,6 +362,26 @@ impl World {
             }
             _ => {}
         }
+        Ok(())
+    }
+
+    /// A new Dat of the program, on set `set`, holding the model's global `vals`; parloop's
+    /// made from this rank's `local` values (None: zeros).
+    fn new_dat(
+        &mut self,
+        name: &str,
+        (set, dtype, dim): (usize, DType, usize),
+        vals: Vec<u32>,
+        local: Option<Vec<u32>>,
+    ) -> Result<(), String> {
+        let h = AnyDat::new(&self.ctx, name, &self.sets[set], dtype, dim, local)?;
+        self.obj.dats.push(DatT {
+            handle: Some(h),
+            set,
+            dim,
+            dtype,
+            vals,
+        });
         Ok(())
     }
 
