@@ -75,7 +75,8 @@ impl Context {
     ) -> Result<Dat<T>> {
         let checked = self.check_dat::<T>(name, set, dim).and_then(|n| {
             let owned = set.size() * dim;
-            let distributed = set.halo().is_some();
+            // Two forms only where the rank holds a halo (else both are the same count).
+            let distributed = set.halo().is_some() && owned != n;
             if values.len() == n || (distributed && values.len() == owned) {
                 return Ok(n);
             }

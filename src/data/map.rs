@@ -42,6 +42,12 @@ pub struct Map(pub(crate) Rc<MapInner>);
 impl Map {
     /// `values` holds `arity` indices into `to` for each element of `from` (halos included);
     /// every value is checked against the size of `to`.
+    ///
+    /// On a rank's part of a distributed set the indices are local, and the rows of the
+    /// non-exec halo (after `from.size() + from.sections().exec_halo`) are never run: any valid
+    /// index will do there. Making the map is local: an error on one rank is that rank's
+    /// alone, and a rank that returns it while the others go on leaves them waiting; make it
+    /// every rank's with [`crate::Context::agree`].
     pub fn new(
         name: impl Into<String>,
         from: &Set,
