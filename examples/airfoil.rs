@@ -210,6 +210,7 @@ fn run_gpu<R: airfoil::Precision>(
     let before = ctx.stats();
     let start = Instant::now();
     let mut first_bytes = 0;
+    let mut first = 0.0;
     for it in 1..=a.iterations {
         if it % 100 == 0 {
             let rms = ctx.global("rms", &[R::of(0.0)])?;
@@ -219,10 +220,11 @@ fn run_gpu<R: airfoil::Precision>(
         } else {
             solver.iteration(None)?;
         }
-        if it == 1 && comm.size() > 1 {
-            // Device memory after one iteration, to compare with the end (temporaries reuse
-            // pooled buffers). Distributed runs only: it adds a force.
+        if it == 1 {
+            // The first iteration compiles the shaders: timed apart. Device memory after it,
+            // to compare with the end (temporaries reuse pooled buffers).
             ctx.flush()?;
+            first = start.elapsed().as_secs_f64();
             first_bytes = ctx.stats().device_bytes;
         }
     }
@@ -266,13 +268,16 @@ fn run_gpu<R: airfoil::Precision>(
     println!("\nadapter: {}", ctx.adapter());
     println!(
         "{}, strategy {}, {} mode, fusion {}: {} iterations in {wall:.2} s ({:.2} ms per \
-         iteration), {:.1} dispatches and {:.3} submissions per iteration",
+         iteration; the first {:.1} ms, the others {:.3} ms each), {:.1} dispatches and {:.3} \
+         submissions per iteration",
         R::DTYPE,
         strategy.name(),
         if lazy { "lazy" } else { "eager" },
         if fusion { "on" } else { "off" },
         a.iterations,
         wall * 1e3 / a.iterations as f64,
+        first * 1e3,
+        (wall - first) * 1e3 / (a.iterations.max(2) - 1) as f64,
         st.dispatches as f64 / a.iterations as f64,
         st.submissions as f64 / a.iterations as f64
     );

@@ -43,6 +43,8 @@ pub(crate) struct KernelInner {
     pub host: Option<HostFn>,
     /// Signature checks already done: (signature, consts) -> result.
     pub(crate) checked: RefCell<HashMap<String, Result<(), KernelProblem>>>,
+    /// The source's identifiers, found once: every par_loop asks which Consts it uses.
+    idents: std::collections::HashSet<String>,
 }
 
 /// A kernel: a WGSL function given as source text plus its name, optionally with a host
@@ -90,12 +92,17 @@ impl Kernel {
         Kernel::build(self.0.name.clone(), self.0.wgsl.clone(), Some(Rc::new(f)))
     }
     fn build(name: String, wgsl: Option<String>, host: Option<HostFn>) -> Kernel {
+        let idents = wgsl
+            .as_deref()
+            .map(|src| identifiers(src).map(str::to_string).collect())
+            .unwrap_or_default();
         Kernel(Rc::new(KernelInner {
             id: crate::data::next_id(),
             name,
             wgsl,
             host,
             checked: RefCell::new(HashMap::new()),
+            idents,
         }))
     }
     /// The kernel's name: the WGSL function called per element (and the name in messages).
@@ -109,6 +116,16 @@ impl Kernel {
     /// Whether the kernel has a Rust version for the host target.
     pub fn has_host(&self) -> bool {
         self.0.host.is_some()
+    }
+    /// The Consts of `consts` the source names (whole identifiers).
+    pub(crate) fn consts_used<'a>(
+        &self,
+        consts: &'a [(String, ConstValue)],
+    ) -> Vec<&'a (String, ConstValue)> {
+        consts
+            .iter()
+            .filter(|(name, _)| self.0.idents.contains(name.as_str()))
+            .collect()
     }
 }
 
@@ -154,17 +171,10 @@ pub(crate) fn functions_defined(source: &str) -> Vec<&str> {
     out
 }
 
-/// Names of the Consts the source mentions (whole identifiers).
-pub(crate) fn consts_used<'a>(
-    source: &str,
-    consts: &'a [(String, ConstValue)],
-) -> Vec<&'a (String, ConstValue)> {
-    let idents: std::collections::HashSet<&str> = source
+/// The identifier-like words of a source (comments included: a Const named only in a comment
+/// is passed but unused, which is harmless).
+fn identifiers(source: &str) -> impl Iterator<Item = &str> {
+    source
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .filter(|s| !s.is_empty())
-        .collect();
-    consts
-        .iter()
-        .filter(|(name, _)| idents.contains(name.as_str()))
-        .collect()
 }

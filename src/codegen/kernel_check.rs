@@ -5,7 +5,7 @@
 
 use super::consts;
 use crate::data::ConstValue;
-use crate::kernel::{Kernel, KernelProblem, consts_used};
+use crate::kernel::{Kernel, KernelProblem};
 use crate::types::DType;
 
 impl Kernel {
@@ -20,7 +20,7 @@ impl Kernel {
         let Some(src) = self.0.wgsl.as_deref() else {
             return Ok(());
         };
-        let used = consts_used(src, consts);
+        let used = self.consts_used(consts);
         // Const values do not change what compiles: the key has their names and types only.
         let shapes: Vec<(&str, DType, usize, bool)> = used
             .iter()

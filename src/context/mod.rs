@@ -7,7 +7,7 @@ pub use crate::config::Config;
 use crate::data::{Arg, ConstValue, Dat, DataInner, Global, IterSpace, Via, section};
 use crate::error::{Error, Result};
 use crate::fuse::{self, Explain, Group};
-use crate::kernel::{Kernel, KernelProblem, consts_used, expected_type};
+use crate::kernel::{Kernel, KernelProblem, expected_type};
 use crate::profile::Track;
 use crate::runtime::{self, Gpu, Stats};
 use crate::trace::{AccessSet, Computation, Footprint, LoopRecord, Reason, Trace};
@@ -320,7 +320,13 @@ impl Context {
 
     /// The WGSL modules of the loop groups the last force ran on the GPU.
     pub fn shaders(&self) -> Vec<String> {
-        self.0.engine.shaders.borrow().clone()
+        self.0
+            .engine
+            .shaders
+            .borrow()
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
     }
     /// What the last force ran, in a summary that fits on a screen: its groups with their
     /// loops (a run of groups that repeats, such as a time loop's, once with its count), the
@@ -444,10 +450,7 @@ impl Context {
     ) -> Rc<LoopRecord> {
         let consts = {
             let all = self.0.sched.consts.borrow();
-            kernel
-                .wgsl()
-                .map(|src| consts_used(src, &all).into_iter().cloned().collect())
-                .unwrap_or_default()
+            kernel.consts_used(&all).into_iter().cloned().collect()
         };
         Rc::new(LoopRecord {
             at,

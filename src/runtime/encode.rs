@@ -113,10 +113,22 @@ pub(super) fn encode_group(
             limits.max_compute_workgroup_storage_size
         )));
     }
-    let (wgsl, sites) = codegen::generate_checked(&lw.ir);
+    let (wgsl, sites) = match st.shaders.get(&lw.ir) {
+        Some((wgsl, sites)) => (wgsl.clone(), sites.clone()),
+        None => {
+            let (wgsl, sites) = codegen::generate_checked(&lw.ir);
+            let wgsl: Rc<str> = wgsl.into();
+            if st.shaders.len() >= super::MAX_PIPELINES {
+                st.shaders.clear();
+            }
+            st.shaders
+                .insert(lw.ir.clone(), (wgsl.clone(), sites.clone()));
+            (wgsl, sites)
+        }
+    };
     let sites = lw.ir.check.map(|_| sites);
     let pipeline = {
-        let _s = (!st.pipelines.contains_key(&wgsl)).then(|| {
+        let _s = (!st.pipelines.contains_key(&*wgsl)).then(|| {
             ctx.profiler.span("compile", Track::Host, || {
                 format!("compile pipeline {}", timing::label(g))
             })

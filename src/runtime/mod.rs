@@ -33,7 +33,7 @@ pub(crate) struct Engine {
     pub gpu: Gpu,
     pub rt: RefCell<State>,
     /// The WGSL of the groups the last force ran.
-    pub shaders: RefCell<Vec<String>>,
+    pub shaders: RefCell<Vec<Rc<str>>>,
     /// The execution knobs lowering needs (from the configuration and the adapter).
     pub choice: lower::Choice,
     /// Time each group (`Config::times_groups`): with timestamp queries where the adapter has
@@ -313,6 +313,9 @@ pub(crate) struct State {
     pub subsets: HashMap<u64, (Weak<SubsetInner>, Buf)>,
     pub plans: HashMap<String, Rc<PlanEntry>>,
     pub pipelines: HashMap<String, Rc<Pipeline>>,
+    /// The shader (and checking mode's guarded sites) generated for each group IR seen: a
+    /// group that recurs is not generated again at every force.
+    pub shaders: HashMap<crate::codegen::GroupIr, (Rc<str>, Vec<crate::codegen::check::CheckSite>)>,
     pub bind_groups: HashMap<(u64, Vec<(u64, u64)>), wgpu::BindGroup>,
     /// Free storage buffers by size class.
     pub pool: BTreeMap<u64, Vec<Buf>>,

@@ -30,8 +30,8 @@ pub struct Sizes {
 }
 
 impl Sizes {
-    /// `tiny`, `small` or `full`, with the Airfoil iterations if given.
-    pub fn named(name: &str, iterations: Option<usize>) -> Sizes {
+    /// `tiny`, `small` or `full`, with the Airfoil iterations and the CG square if given.
+    pub fn named(name: &str, iterations: Option<usize>, solver_n: Option<usize>) -> Sizes {
         let s = match name {
             "tiny" => Sizes {
                 name: name.into(),
@@ -69,6 +69,7 @@ impl Sizes {
         };
         Sizes {
             iterations: iterations.unwrap_or(s.iterations).max(1),
+            solver_n: solver_n.unwrap_or(s.solver_n).max(1),
             ..s
         }
     }
@@ -87,8 +88,23 @@ pub(crate) fn base() -> Res<Config> {
     })
 }
 
-/// Runs the whole suite, printing the report section by section (returns what is left).
-pub fn run(sizes: Sizes, only: &[String]) -> Res<String> {
+/// The report's sections, in the order they run.
+pub const SECTIONS: [&str; 9] = [
+    "copy",
+    "triangles",
+    "res_calc",
+    "wave_strategies",
+    "layouts",
+    "modes",
+    "wave",
+    "airfoil",
+    "solver",
+];
+
+/// Runs the suite (or the `sections` named), printing the report section by section (returns
+/// what is left).
+pub fn run(sizes: Sizes, only: &[String], sections: &[String]) -> Res<String> {
+    let want = |s: &str| sections.is_empty() || sections.iter().any(|x| x == s);
     let known = strategies(true);
     if let Some(bad) = only.iter().find(|o| !known.iter().any(|(k, ..)| k == o)) {
         let names: Vec<&str> = known.iter().map(|(k, ..)| *k).collect();
@@ -111,7 +127,8 @@ pub fn run(sizes: Sizes, only: &[String]) -> Res<String> {
     let _ = writeln!(
         r,
         "adapter: {} ({:?}, {:?}, driver {} {}); f32 atomics: {}; f64: {}; GPU timestamps: {}  \n\
-         size: {}; date: {date}; command: `parloop bench --size {} --iterations {}`\n",
+         size: {}; date: {date}; command: `parloop bench --size {} --iterations {} \
+         --solver-n {}{}`\n",
         gpu.info.name,
         gpu.info.backend,
         gpu.info.device_type,
@@ -122,15 +139,25 @@ pub fn run(sizes: Sizes, only: &[String]) -> Res<String> {
         yes(gpu.timestamps()),
         sizes.name,
         sizes.name,
-        sizes.iterations
+        sizes.iterations,
+        sizes.solver_n,
+        if sections.is_empty() {
+            String::new()
+        } else {
+            format!(" --sections {}", sections.join(","))
+        }
     );
-    let copy = copy_bandwidth(&ctx, sizes.copy_bytes);
+    let rates = crate::bench_copy::measure(&ctx, sizes.copy_bytes);
+    let copy = rates.best();
     let _ = writeln!(
         r,
         "## Copy bandwidth\n\nA {} MB buffer copied on the device (bytes read + written per \
-         second): **{copy:.1} GB/s**. Every GB/s below counts each datum once (the bytes models \
-         of docs/background.md) and gives its fraction of this figure.\n",
-        sizes.copy_bytes >> 20
+         second): {:.1} GB/s by the copy command, {:.1} GB/s by a compute shader; the faster, \
+         **{copy:.1} GB/s**, is the reference. Every GB/s below counts each datum once (the \
+         bytes models of docs/background.md) and gives its fraction of this figure.\n",
+        sizes.copy_bytes >> 20,
+        rates.command,
+        rates.shader
     );
     let timing = if gpu.timestamps() {
         "GPU time from timestamps"
@@ -148,22 +175,38 @@ pub fn run(sizes: Sizes, only: &[String]) -> Res<String> {
         r.clear();
     };
     emit(&mut r);
-    strategies_triangles(&mut r, &sizes, &rows(atomics), copy, timing)?;
-    emit(&mut r);
-    strategies_res_calc(&mut r, &sizes, &rows(atomics), copy, timing)?;
-    emit(&mut r);
-    let n = sizes.mode_n;
-    crate::bench_tune::wave_strategies(&mut r, n, steps_for(n)?, &rows(atomics))?;
-    emit(&mut r);
-    layouts(&mut r, &sizes, copy)?;
-    emit(&mut r);
-    modes(&mut r, &sizes)?;
-    emit(&mut r);
-    wave_sizes(&mut r, &sizes)?;
-    emit(&mut r);
-    airfoil(&mut r, &sizes, copy)?;
-    emit(&mut r);
-    crate::bench_solver::solver(&mut r, sizes.solver_n, copy)?;
+    if want("triangles") {
+        strategies_triangles(&mut r, &sizes, &rows(atomics), copy, timing)?;
+        emit(&mut r);
+    }
+    if want("res_calc") {
+        strategies_res_calc(&mut r, &sizes, &rows(atomics), copy, timing)?;
+        emit(&mut r);
+    }
+    if want("wave_strategies") {
+        let n = sizes.mode_n;
+        crate::bench_tune::wave_strategies(&mut r, n, steps_for(n)?, &rows(atomics))?;
+        emit(&mut r);
+    }
+    if want("layouts") {
+        layouts(&mut r, &sizes, copy)?;
+        emit(&mut r);
+    }
+    if want("modes") {
+        modes(&mut r, &sizes)?;
+        emit(&mut r);
+    }
+    if want("wave") {
+        wave_sizes(&mut r, &sizes)?;
+        emit(&mut r);
+    }
+    if want("airfoil") {
+        airfoil(&mut r, &sizes, copy)?;
+        emit(&mut r);
+    }
+    if want("solver") {
+        crate::bench_solver::solver(&mut r, sizes.solver_n, copy)?;
+    }
     Ok(r)
 }
 
@@ -181,33 +224,6 @@ fn yes(b: bool) -> &'static str {
 }
 
 /// Device copy bandwidth in GB/s (read + written), from one submission of several copies.
-fn copy_bandwidth(ctx: &Context, bytes: u64) -> f64 {
-    let gpu = ctx.gpu();
-    let buffer = |usage| {
-        gpu.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("parloop bench copy"),
-            size: bytes,
-            usage,
-            mapped_at_creation: false,
-        })
-    };
-    let src = buffer(wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::STORAGE);
-    let dst = buffer(wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::STORAGE);
-    let copies = |k: usize| {
-        let mut enc = gpu.device.create_command_encoder(&Default::default());
-        for _ in 0..k {
-            enc.copy_buffer_to_buffer(&src, 0, &dst, 0, bytes);
-        }
-        gpu.queue.submit([enc.finish()]);
-        let _ = gpu.device.poll(wgpu::PollType::wait_indefinitely());
-    };
-    copies(1);
-    let reps = 10;
-    let t = Instant::now();
-    copies(reps);
-    2.0 * (bytes * reps as u64) as f64 / t.elapsed().as_secs_f64() / 1e9
-}
-
 /// A strategy table's rows.
 type Rows = [(&'static str, &'static str, Strategy, Staging)];
 

@@ -13,6 +13,8 @@ fn main() {
 #[cfg(not(target_arch = "wasm32"))]
 mod bench;
 #[cfg(not(target_arch = "wasm32"))]
+mod bench_copy;
+#[cfg(not(target_arch = "wasm32"))]
 mod bench_solver;
 #[cfg(not(target_arch = "wasm32"))]
 mod bench_tune;
@@ -78,6 +80,14 @@ mod cli {
                 std::iter::once(parloop::Variant::AUTO).chain(parloop::Variant::ALL).map(|v| v.name())
             ))]
             strategies: Vec<String>,
+            /// Only these sections (comma-separated): copy, triangles, res_calc, wave_strategies,
+            /// layouts, modes, wave, airfoil, solver (the copy bandwidth is always measured).
+            #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(crate::bench::SECTIONS))]
+            sections: Vec<String>,
+            /// Squares per side of the CG section's unit square ((N + 1)^2 unknowns; default:
+            /// 30 tiny, 316 small, 1000 full).
+            #[arg(long)]
+            solver_n: Option<usize>,
         },
         /// Convert a Gmsh mesh (`.msh`) or OP2's Airfoil grid (`new_grid.dat`) into a parloop
         /// mesh file (HDF5), which every rank of a distributed run reads only its blocks of.
@@ -153,7 +163,13 @@ mod cli {
                 size,
                 iterations,
                 strategies,
-            } => crate::bench::run(crate::bench::Sizes::named(&size, iterations), &strategies),
+                sections,
+                solver_n,
+            } => crate::bench::run(
+                crate::bench::Sizes::named(&size, iterations, solver_n),
+                &strategies,
+                &sections,
+            ),
             #[cfg(feature = "hdf5")]
             Command::Convert { input, output, f32 } => crate::convert::run(&input, &output, f32),
             Command::Info => {
