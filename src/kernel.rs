@@ -148,6 +148,11 @@ pub(crate) enum KernelProblem {
         index: usize,
         declared: String,
     },
+    /// A builtin the GPU's shading language defines for f32 only, called on f64 values.
+    F64Builtin {
+        builtin: &'static str,
+        line: u32,
+    },
 }
 
 /// The type an argument needs: `ptr<function, array<T, N>>`.

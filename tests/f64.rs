@@ -241,3 +241,99 @@ fn an_untouched_f64_min_max_keeps_infinities_on_gpu_and_host() {
         assert_eq!(hi.value().unwrap(), [2.5]);
     }
 }
+
+/// The builtins SPIR-V's GLSL.std.450 and GLSL define for 32-bit floats only: on f64 values
+/// each is refused when the loop is recorded, naming the builtin, the kernel and its line;
+/// through f32 the same call is accepted.
+#[test]
+fn f32_only_builtins_on_f64_are_refused_at_record_time() {
+    let Some(ctx) = f64_context() else { return };
+    let s = Set::new("s", 8);
+    let x = ctx.dat("x", &s, 1, &[0.5f64; 8]).unwrap();
+    let y = ctx.dat_zeros::<f64>("y", &s, 1).unwrap();
+    let unary = [
+        "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
+        "atanh", "radians", "degrees", "exp", "exp2", "log", "log2",
+    ];
+    let calls = unary
+        .iter()
+        .map(|f| (*f, format!("{f}(v)"), format!("{f}(f32(v))")))
+        .chain([
+            ("pow", "pow(v, 2.5)".into(), "pow(f32(v), 2.5)".into()),
+            ("atan2", "atan2(v, 2.0)".into(), "atan2(f32(v), 2.0)".into()),
+        ]);
+    for (name, on_f64, on_f32) in calls {
+        let src = |call: &str| {
+            format!(
+                "fn k(x: ptr<function, array<f64, 1>>, y: ptr<function, array<f64, 1>>) {{
+    let v = (*x)[0];
+    (*y)[0] = f64({call});
+}}"
+            )
+        };
+        let k = Kernel::new("k", src(&on_f64));
+        let e = ctx
+            .par_loop(&k, &s, &[x.read(), y.write()])
+            .err()
+            .unwrap_or_else(|| panic!("`{on_f64}` on f64 accepted"))
+            .to_string();
+        assert!(
+            e.contains(&format!("`{name}` of an f64 value"))
+                && e.contains("kernel `k`, line 3")
+                && e.contains("32-bit floats only"),
+            "{name}: {e}"
+        );
+        let k = Kernel::new("k", src(&on_f32));
+        ctx.par_loop(&k, &s, &[x.read(), y.write()])
+            .unwrap_or_else(|e| panic!("`{on_f32}` refused: {e}"));
+    }
+    // The last call kept (atan2 through f32) computed in single precision.
+    let got = y.data_ro().unwrap()[0];
+    assert!((got - 0.5f64.atan2(2.0)).abs() < 1e-6, "{got}");
+}
+
+/// The builtins defined for f64 compute in double precision, equal to the host's values.
+#[test]
+fn f64_builtins_that_are_allowed_equal_the_host() {
+    let Some(ctx) = f64_context() else { return };
+    let xs: Vec<f64> = (0..64)
+        .map(|i| (i as f64 - 31.5) * 0.37 + 1e-12 * i as f64)
+        .collect();
+    let s = Set::new("s", xs.len());
+    let x = ctx.dat("x", &s, 1, &xs).unwrap();
+    type Host = fn(f64) -> f64;
+    let cases: [(&str, Host); 12] = [
+        ("sqrt(abs(v))", |v| v.abs().sqrt()),
+        ("inverseSqrt(abs(v))", |v| 1.0 / v.abs().sqrt()),
+        ("abs(v)", f64::abs),
+        ("floor(v)", f64::floor),
+        ("ceil(v)", f64::ceil),
+        ("trunc(v)", f64::trunc),
+        ("round(v)", f64::round_ties_even),
+        ("fract(v)", |v| v - v.floor()),
+        ("fma(v, v, 1e-9)", |v| v.mul_add(v, 1e-9)),
+        ("min(v, 0.123456789012)", |v| v.min(0.123456789012)),
+        ("clamp(v, -1.0, 1.0)", |v| v.clamp(-1.0, 1.0)),
+        ("sign(v) * v / 3.0", |v| v.signum() * v / 3.0),
+    ];
+    for (call, host) in cases {
+        let y = ctx.dat_zeros::<f64>("y", &s, 1).unwrap();
+        let k = Kernel::new(
+            "k",
+            format!(
+                "fn k(x: ptr<function, array<f64, 1>>, y: ptr<function, array<f64, 1>>) {{
+                    let v = (*x)[0];
+                    (*y)[0] = {call};
+                }}"
+            ),
+        );
+        ctx.par_loop(&k, &s, &[x.read(), y.write()]).unwrap();
+        for (v, got) in xs.iter().zip(y.data_ro().unwrap().iter()) {
+            let want = host(*v);
+            assert!(
+                (got - want).abs() <= 4.0 * f64::EPSILON * want.abs(),
+                "{call} at {v}: {got} against the host's {want}"
+            );
+        }
+    }
+}

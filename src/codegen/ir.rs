@@ -142,6 +142,95 @@ pub struct GroupIr {
     pub workgroup_size: u32,
 }
 
+impl GroupIr {
+    /// Whether `self` and `other` generate the same shader: equal but for the Consts' values,
+    /// which travel in the dispatch parameters, not in the text.
+    pub fn same_shader(&self, other: &GroupIr) -> bool {
+        let GroupIr {
+            comments,
+            loops,
+            bindings,
+            registers,
+            reductions,
+            staged,
+            kernels,
+            consts,
+            schedule,
+            subset,
+            plan,
+            scratch,
+            check,
+            exec_halo,
+            workgroup_size,
+        } = self;
+        *comments == other.comments
+            && *loops == other.loops
+            && *bindings == other.bindings
+            && *registers == other.registers
+            && *reductions == other.reductions
+            && *staged == other.staged
+            && *kernels == other.kernels
+            && consts.len() == other.consts.len()
+            && consts
+                .iter()
+                .zip(&other.consts)
+                .all(|(a, b)| const_shape(a) == const_shape(b))
+            && *schedule == other.schedule
+            && *subset == other.subset
+            && *plan == other.plan
+            && *scratch == other.scratch
+            && *check == other.check
+            && *exec_halo == other.exec_halo
+            && *workgroup_size == other.workgroup_size
+    }
+
+    /// A hash of what the shader depends on: everything but the Consts' values.
+    pub fn shader_hash(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let GroupIr {
+            comments,
+            loops,
+            bindings,
+            registers,
+            reductions,
+            staged,
+            kernels,
+            consts,
+            schedule,
+            subset,
+            plan,
+            scratch,
+            check,
+            exec_halo,
+            workgroup_size,
+        } = self;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (
+            comments, loops, bindings, registers, reductions, staged, kernels,
+        )
+            .hash(&mut h);
+        for c in consts {
+            const_shape(c).hash(&mut h);
+        }
+        (
+            schedule,
+            subset,
+            plan,
+            scratch,
+            check,
+            exec_halo,
+            workgroup_size,
+        )
+            .hash(&mut h);
+        h.finish()
+    }
+}
+
+/// What a Const contributes to the shader text: its name, type, length and form.
+fn const_shape((name, v): &(String, ConstValue)) -> (&str, DType, usize, bool) {
+    (name, v.dtype, v.words.len(), v.array)
+}
+
 /// The uniform parameters of one dispatch (binding 0, dynamic offset).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]

@@ -65,7 +65,7 @@ fn check_source(
         wgsl_error(e.location(&full), msg)
     })?;
     let mut validator = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps);
-    validator.validate(&module).map_err(|e| {
+    let info = validator.validate(&module).map_err(|e| {
         let mut msg = e.as_inner().to_string();
         let mut source = std::error::Error::source(e.as_inner());
         while let Some(s) = source {
@@ -74,6 +74,10 @@ fn check_source(
         }
         wgsl_error(e.location(&full), msg)
     })?;
+    if let Some((builtin, span)) = f64_builtin(&module, &info) {
+        let line = span.location(&full).line_number.saturating_sub(offset);
+        return Err(KernelProblem::F64Builtin { builtin, line });
+    }
     let Some((_, f)) = module
         .functions
         .iter()
@@ -101,6 +105,59 @@ fn check_source(
         }
     }
     Ok(())
+}
+
+/// The builtins that SPIR-V's GLSL.std.450 (Vulkan) and GLSL (OpenGL) define for 16- and 32-bit
+/// floats only: given f64 they compile, and compute garbage (lavapipe: `log(2.0)` = -88.03).
+/// Metal has no f64 at all. `sqrt`, `inverseSqrt`, `abs`, `floor`, `ceil`, `round`, `trunc`,
+/// `fract`, `fma`, `min`, `max`, `clamp`, `mix`, `step`, `sign`, `length`, `dot` and the like
+/// are defined for f64 and allowed.
+const F32_ONLY: [(naga::MathFunction, &str); 20] = {
+    use naga::MathFunction as M;
+    [
+        (M::Sin, "sin"),
+        (M::Cos, "cos"),
+        (M::Tan, "tan"),
+        (M::Asin, "asin"),
+        (M::Acos, "acos"),
+        (M::Atan, "atan"),
+        (M::Atan2, "atan2"),
+        (M::Sinh, "sinh"),
+        (M::Cosh, "cosh"),
+        (M::Tanh, "tanh"),
+        (M::Asinh, "asinh"),
+        (M::Acosh, "acosh"),
+        (M::Atanh, "atanh"),
+        (M::Radians, "radians"),
+        (M::Degrees, "degrees"),
+        (M::Pow, "pow"),
+        (M::Exp, "exp"),
+        (M::Exp2, "exp2"),
+        (M::Log, "log"),
+        (M::Log2, "log2"),
+    ]
+};
+
+/// The first call in the module of a builtin of [`F32_ONLY`] on f64 values, and where it is.
+fn f64_builtin(
+    module: &naga::Module,
+    info: &naga::valid::ModuleInfo,
+) -> Option<(&'static str, naga::Span)> {
+    for (h, f) in module.functions.iter() {
+        let fi = &info[h];
+        for (e, expr) in f.expressions.iter() {
+            let naga::Expression::Math { fun, .. } = *expr else {
+                continue;
+            };
+            let Some(&(_, name)) = F32_ONLY.iter().find(|(m, _)| *m == fun) else {
+                continue;
+            };
+            if fi[e].ty.inner_with(&module.types).scalar() == Some(naga::Scalar::F64) {
+                return Some((name, f.expressions.get_span(e)));
+            }
+        }
+    }
+    None
 }
 
 fn scalar_of(dtype: DType) -> naga::Scalar {

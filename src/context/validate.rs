@@ -240,6 +240,14 @@ impl Context {
                     kernel.name(),
                     if functions.is_empty() { "none".to_string() } else { functions.join(", ") }
                 )),
+                KernelProblem::F64Builtin { builtin, line } => Error::Kernel(format!(
+                    "{name}: kernel `{}`, line {line}: `{builtin}` of an f64 value: the GPU's \
+                     shading languages (SPIR-V's GLSL.std.450, GLSL) define `{builtin}` for \
+                     32-bit floats only, and drivers compute garbage for f64; call it on f32 \
+                     (`f64({builtin}(f32(x)))`, single precision) or write the function from \
+                     f64 arithmetic (sqrt, fma, floor and the operators are f64)",
+                    kernel.name()
+                )),
                 KernelProblem::ArgCount { declared } => Error::ParLoop(format!(
                     "{name}: the kernel declares {declared} arguments, the par_loop passes {}",
                     args.len()

@@ -113,16 +113,24 @@ pub(super) fn encode_group(
             limits.max_compute_workgroup_storage_size
         )));
     }
-    let (wgsl, sites) = match st.shaders.get(&lw.ir) {
-        Some((wgsl, sites)) => (wgsl.clone(), sites.clone()),
+    let key = lw.ir.shader_hash();
+    let known = st
+        .shaders
+        .get(&key)
+        .and_then(|v| v.iter().find(|g| g.ir.same_shader(&lw.ir)));
+    let (wgsl, sites) = match known {
+        Some(g) => (g.wgsl.clone(), g.sites.clone()),
         None => {
             let (wgsl, sites) = codegen::generate_checked(&lw.ir);
             let wgsl: Rc<str> = wgsl.into();
-            if st.shaders.len() >= super::MAX_PIPELINES {
+            if st.shaders.values().map(Vec::len).sum::<usize>() >= super::MAX_PIPELINES {
                 st.shaders.clear();
             }
-            st.shaders
-                .insert(lw.ir.clone(), (wgsl.clone(), sites.clone()));
+            st.shaders.entry(key).or_default().push(super::Generated {
+                ir: lw.ir.clone(),
+                wgsl: wgsl.clone(),
+                sites: sites.clone(),
+            });
             (wgsl, sites)
         }
     };

@@ -305,6 +305,14 @@ pub(crate) struct Pipeline {
     pub layout: wgpu::BindGroupLayout,
 }
 
+/// A generated shader: the IR it came from (Const values aside, see
+/// [`crate::codegen::GroupIr::same_shader`]), its WGSL and checking mode's guarded sites.
+pub(crate) struct Generated {
+    pub ir: crate::codegen::GroupIr,
+    pub wgsl: Rc<str>,
+    pub sites: Vec<crate::codegen::check::CheckSite>,
+}
+
 /// Runtime state of a context.
 #[derive(Default)]
 pub(crate) struct State {
@@ -313,9 +321,9 @@ pub(crate) struct State {
     pub subsets: HashMap<u64, (Weak<SubsetInner>, Buf)>,
     pub plans: HashMap<String, Rc<PlanEntry>>,
     pub pipelines: HashMap<String, Rc<Pipeline>>,
-    /// The shader (and checking mode's guarded sites) generated for each group IR seen: a
-    /// group that recurs is not generated again at every force.
-    pub shaders: HashMap<crate::codegen::GroupIr, (Rc<str>, Vec<crate::codegen::check::CheckSite>)>,
+    /// The shaders generated so far, by [`crate::codegen::GroupIr::shader_hash`]: a group
+    /// that recurs is not generated again at every force.
+    pub shaders: HashMap<u64, Vec<Generated>>,
     pub bind_groups: HashMap<(u64, Vec<(u64, u64)>), wgpu::BindGroup>,
     /// Free storage buffers by size class.
     pub pool: BTreeMap<u64, Vec<Buf>>,
