@@ -178,10 +178,29 @@ pub fn write_vtu(path: impl AsRef<Path>, mesh: &Mesh, fields: &[Field]) -> std::
             data: Attributes { point, cell },
         }),
     };
-    crate::util::replace_file(path, |tmp| {
-        vtk.export(tmp)
-            .map_err(|e| std::io::Error::other(format!("writing {}: {e}", path.display())))
-    })
+    let mut xml = Vec::new();
+    vtk.write_xml(&mut xml)
+        .map_err(|e| std::io::Error::other(format!("writing {}: {e}", path.display())))?;
+    let xml = with_piece_counts(&String::from_utf8_lossy(&xml));
+    crate::util::replace_file(path, |tmp| std::fs::write(tmp, xml.as_bytes()))
+}
+
+/// The piece's `NumberOfPoints` and `NumberOfCells` even when zero: vtkio leaves a zero out,
+/// and VTK's readers then take the piece (and, in a .pvtu, the whole frame) as unreadable.
+fn with_piece_counts(xml: &str) -> String {
+    let Some(at) = xml.find("<Piece") else {
+        return xml.to_string();
+    };
+    let tag_end = xml[at..].find('>').map_or(xml.len(), |k| at + k);
+    let tag = &xml[at..tag_end];
+    let mut extra = String::new();
+    for attr in ["NumberOfPoints", "NumberOfCells"] {
+        if !tag.contains(&format!("{attr}=")) {
+            extra += &format!(" {attr}=\"0\"");
+        }
+    }
+    let name_end = at + "<Piece".len();
+    format!("{}{extra}{}", &xml[..name_end], &xml[name_end..])
 }
 
 /// A time series: frames `<stem>_<k>.vtu` next to `<stem>.pvd`, which ParaView opens.
