@@ -446,7 +446,8 @@ fn checkpoint_of_plain_sets_worker() {
 #[test]
 fn bad_contents_and_names_are_errors_that_name_them() {
     // Files h5py writes: a map with a -1 "no target" marker, a map of floats, a negative and
-    // a huge set size; each an error on 2 ranks and on one process.
+    // a huge set size, a float set size, a string step, a NaN in a Dat; each an error on 2 ranks
+    // and on one process.
     let cases = [
         (
             "negative.h5",
@@ -472,6 +473,26 @@ fn bad_contents_and_names_are_errors_that_name_them() {
             "u4",
             "has size 1099511627776",
         ),
+        // HDF5 would convert these without a word: 826.5 to 826, a string step to nothing.
+        (
+            "float-size.h5",
+            "f['sets']['a'].attrs['size'] = 826.5",
+            "u4",
+            "set `a`: attribute `size` is stored as Float",
+        ),
+        (
+            "string-step.h5",
+            "f.attrs['step'] = 'ten'",
+            "u4",
+            "attribute `step` is stored as",
+        ),
+        (
+            "nan.h5",
+            "d = f.create_dataset('dats/u', data=np.array([[1.0, 2.0], [3.0, np.nan]]))\n\
+             d.attrs['set'] = 'a'\nd.attrs['order'] = np.uint64(0)",
+            "u4",
+            "Dat `u` holds NaN at element 1 (component 1",
+        ),
     ];
     let ctx = Context::new().unwrap();
     for (name, change, dtype, expect) in cases {
@@ -485,7 +506,7 @@ fn bad_contents_and_names_are_errors_that_name_them() {
              \x20   g.attrs['order'] = np.uint64(i)\n\
              m = f.create_dataset('maps/m', (2, 2), dtype='{dtype}')\n\
              m.attrs['from'] = 'a'\nm.attrs['to'] = 'b'\nm.attrs['order'] = np.uint64(0)\n\
-             m[:] = [[0, 1], [1, 0]]\n{change}\nf.create_group('dats')\nf.close()\n",
+             m[:] = [[0, 1], [1, 0]]\n{change}\nf.require_group('dats')\nf.close()\n",
             path.to_str().unwrap()
         );
         if h5py(&script).is_none() {

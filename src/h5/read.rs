@@ -89,6 +89,25 @@ fn get_u64(loc: &hdf5::Location, name: &str) -> hdf5::Result<u64> {
     loc.attr(name)?.read_scalar::<u64>()
 }
 
+/// An attribute that must hold an integer: one stored as a float or a string is refused (HDF5
+/// would convert 826.5 to 826 without a word).
+fn int_attr(loc: &hdf5::Location, name: &str) -> std::result::Result<i64, String> {
+    let a = loc
+        .attr(name)
+        .map_err(|e| format!("attribute `{name}`: {e}"))?;
+    let t = a
+        .dtype()
+        .and_then(|t| t.to_descriptor())
+        .map_err(|e| format!("attribute `{name}`: {e}"))?;
+    if !matches!(t, TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_)) {
+        return Err(format!(
+            "attribute `{name}` is stored as {t:?}, not as an integer"
+        ));
+    }
+    a.read_scalar::<i64>()
+        .map_err(|e| format!("attribute `{name}`: {e}"))
+}
+
 /// Members of a group sorted by their `order` attribute.
 fn ordered<T>(
     g: &hdf5::Group,
@@ -202,7 +221,20 @@ fn read_contents(ctx: &Context, path: &Path, file: &hdf5::File) -> Result<Raw> {
             path.display()
         )));
     }
-    let step = get_u64(file, "step").ok();
+    // A checkpoint's step: absent in a mesh file, else a count.
+    let step = match file.attr_names().map_err(e("reading the attributes"))? {
+        names if names.iter().any(|n| n == "step") => match int_attr(file, "step") {
+            Ok(n) if n >= 0 => Some(n as u64),
+            Ok(n) => {
+                return Err(Error::Data(format!(
+                    "{}: the checkpoint's step is {n}; a step counts from 0",
+                    path.display()
+                )));
+            }
+            Err(m) => return Err(Error::Data(format!("{}: {m}", path.display()))),
+        },
+        _ => None,
+    };
     let (p, rank) = (ctx.ranks(), ctx.rank());
     let block = |n: usize| {
         crate::dist::rendezvous::block_start(n, p, rank)
@@ -213,8 +245,9 @@ fn read_contents(ctx: &Context, path: &Path, file: &hdf5::File) -> Result<Raw> {
         .map_err(e("reading /sets"))?
         .into_iter()
         .map(|(name, s)| {
-            let size = s.attr("size").and_then(|a| a.read_scalar::<i64>());
-            match size.map_err(e(&name))? {
+            let size = int_attr(&s, "size")
+                .map_err(|m| Error::Data(format!("{}: set `{name}`: {m}", path.display())));
+            match size? {
                 n if (0..u32::MAX as i64).contains(&n) => Ok((name, n as usize)),
                 n => Err(Error::Data(format!(
                     "{}: set `{name}` has size {n}; a set holds 0 to 4294967294 elements",
@@ -315,6 +348,17 @@ fn read_contents(ctx: &Context, path: &Path, file: &hdf5::File) -> Result<Raw> {
     })
 }
 
+/// The position of the first NaN among float values held as words.
+fn first_nan(dtype: DType, words: &[u32]) -> Option<usize> {
+    match dtype {
+        DType::F32 => words.iter().position(|&w| f32::from_bits(w).is_nan()),
+        DType::F64 => words
+            .chunks_exact(2)
+            .position(|w| f64::from_bits(w[0] as u64 | (w[1] as u64) << 32).is_nan()),
+        DType::U32 | DType::I32 => None,
+    }
+}
+
 /// The BlockMesh of what this rank read, each map's rows checked.
 fn build(ctx: &Context, path: &Path, raw: Raw) -> Result<MeshFile> {
     let mut mesh = BlockMesh::new(ctx);
@@ -325,6 +369,18 @@ fn build(ctx: &Context, path: &Path, raw: Raw) -> Result<MeshFile> {
             .map_err(|e| Error::Data(format!("{}: {e}", path.display())))?;
     }
     for (name, set, dim, dtype, words) in raw.dats {
+        let first = mesh.range(find(&set)).start;
+        if let Some(k) = first_nan(dtype, &words) {
+            return Err(Error::Data(format!(
+                "{}: Dat `{name}` holds NaN at element {} (component {}; rank {} of {}): the \
+                 run that wrote it had diverged; restart from an earlier checkpoint",
+                path.display(),
+                first + k / dim,
+                k % dim,
+                ctx.rank(),
+                ctx.ranks()
+            )));
+        }
         mesh.dat_words(&name, find(&set), dim, dtype, words)
             .map_err(|e| Error::Data(format!("{}: {e}", path.display())))?;
     }
