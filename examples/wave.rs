@@ -212,8 +212,12 @@ fn run_on(a: &Args, steps: u64, mesh: Option<Mesh>, described: String) -> Result
     let e0 = w.energy()?;
     // Every rank writes its piece of each frame (nothing is gathered); rank 0 the .pvtu and
     // the series, wave.pvd.
+    // A restart continues the series in the output directory from the checkpoint's time.
     let mut series = (a.every > 0)
-        .then(|| PartSeries::new(&ctx, &a.output, "wave"))
+        .then(|| match w.steps {
+            0 => PartSeries::new(&ctx, &a.output, "wave"),
+            s => PartSeries::resume(&ctx, &a.output, "wave", s as f64 * a.dt),
+        })
         .transpose()?;
     let cell_type = w.mesh.cell_type;
     let mut frame = |w: &Wave, step: u64| -> Result<()> {
@@ -224,7 +228,7 @@ fn run_on(a: &Args, steps: u64, mesh: Option<Mesh>, described: String) -> Result
         let fields = [PartField::vertices(&w.p)?, PartField::vertices(&w.phi)?];
         series.write(t, &w.c2v, cell_type, &w.coords, &fields)
     };
-    frame(&w, 0)?;
+    frame(&w, w.steps)?;
     let bar = ProgressBar::new(if root { steps } else { 0 }).with_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {per_sec}  eta {eta}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
@@ -237,8 +241,8 @@ fn run_on(a: &Args, steps: u64, mesh: Option<Mesh>, described: String) -> Result
             ctx.flush()?;
             bar.set_position(s);
         }
-        if a.every > 0 && s % a.every == 0 {
-            frame(&w, s)?;
+        if a.every > 0 && w.steps % a.every == 0 {
+            frame(&w, w.steps)?;
         }
     }
     ctx.flush()?;

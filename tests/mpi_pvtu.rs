@@ -166,3 +166,68 @@ fn every_rank_writes_its_piece_and_paraview_gets_the_whole_mesh() {
         );
     }
 }
+
+/// Writes frames at the times `TIMES` lists (a fresh series, or one resumed from `RESUME`).
+#[test]
+#[ignore = "run by the other tests under mpirun"]
+fn series_worker() {
+    let Some(out) = mpirun::out_path() else {
+        return;
+    };
+    let comm = Comm::world().unwrap();
+    let ctx = Context::with_comm(Config::from_env().unwrap(), &comm).unwrap();
+    let dir = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    let w = Wave::distributed(&ctx, unit_square(N), 0.001, Partitioner::KWay).unwrap();
+    let mut s = match std::env::var("RESUME").ok() {
+        Some(t) => PartSeries::resume(&ctx, &dir, "wave", t.parse().unwrap()).unwrap(),
+        None => PartSeries::new(&ctx, &dir, "wave").unwrap(),
+    };
+    let times = std::env::var("TIMES").unwrap();
+    for t in times.split(',') {
+        let fields = [PartField::vertices(&w.p).unwrap()];
+        s.write(
+            t.parse().unwrap(),
+            &w.c2v,
+            CellType::Triangle,
+            &w.coords,
+            &fields,
+        )
+        .unwrap();
+    }
+    if ctx.rank() == 0 {
+        std::fs::write(out, bytemuck::cast_slice(&[1.0f32])).unwrap();
+    }
+}
+
+/// A restart writing into the same folder keeps the first run's frames before its time,
+/// numbers its own after them and lists all of them, in time order, in the one `.pvd`.
+#[test]
+fn a_resumed_series_keeps_the_first_run_s_frames_and_continues_the_times() {
+    let dir = std::env::temp_dir().join(format!("parloop-resume-{}", std::process::id()));
+    let d = dir.to_str().unwrap();
+    let first = [("OUT_DIR", d), ("TIMES", "0,0.5,1,1.5")];
+    assert_eq!(mpirun::mpirun_env(2, "series_worker", &first), vec![1.0]);
+    let kept: Vec<Vec<u8>> = (0..2)
+        .flat_map(|k| (0..2).map(move |r| format!("wave_{k:06}_{r}.vtu")))
+        .map(|f| std::fs::read(dir.join(f)).unwrap())
+        .collect();
+    // Restarted from a checkpoint at t = 1 on 3 ranks: the frames at 1 and 1.5 are redone.
+    let again = [("OUT_DIR", d), ("TIMES", "1,1.5,2"), ("RESUME", "1")];
+    assert_eq!(mpirun::mpirun_env(3, "series_worker", &again), vec![1.0]);
+    let frames = parloop::mesh::vtk::read_pvd(&dir.join("wave.pvd")).unwrap();
+    let want: Vec<(f64, String)> = [0.0, 0.5, 1.0, 1.5, 2.0]
+        .iter()
+        .enumerate()
+        .map(|(k, &t)| (t, format!("wave_{k:06}.pvtu")))
+        .collect();
+    assert_eq!(frames, want);
+    for (k, (_, f)) in frames.iter().enumerate() {
+        assert_eq!(pieces(&dir.join(f)).len(), if k < 2 { 2 } else { 3 }, "{f}");
+    }
+    let now: Vec<Vec<u8>> = (0..2)
+        .flat_map(|k| (0..2).map(move |r| format!("wave_{k:06}_{r}.vtu")))
+        .map(|f| std::fs::read(dir.join(f)).unwrap())
+        .collect();
+    assert!(kept == now, "the first run's frames changed");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -53,6 +53,8 @@ pub struct PartSeries {
     dir: PathBuf,
     stem: String,
     frames: Vec<(f64, String)>,
+    /// The number of the next frame's files.
+    next: usize,
 }
 
 impl PartSeries {
@@ -67,7 +69,33 @@ impl PartSeries {
             dir,
             stem: stem.to_string(),
             frames: Vec::new(),
+            next: 0,
         })
+    }
+
+    /// A series that continues the one in `dir` from `time` (a restart from a checkpoint
+    /// taken at `time`, on any number of ranks): the existing `<stem>.pvd`'s frames before
+    /// `time` are kept and new frames are numbered after them. Without a `<stem>.pvd`, as
+    /// [`PartSeries::new`]. Collective: rank 0 reads the collection.
+    pub fn resume(
+        ctx: &Context,
+        dir: impl AsRef<Path>,
+        stem: &str,
+        time: f64,
+    ) -> Result<PartSeries> {
+        let mut s = PartSeries::new(ctx, dir, stem)?;
+        let read = if ctx.rank() == 0 {
+            super::vtk::frames_before(&s.pvd_path(), stem, time)
+                .map_err(|e| Error::Data(format!("resuming the series: {e}")))
+        } else {
+            Ok((Vec::new(), 0))
+        };
+        let (frames, next) = ctx.agree(read, "reading the series to resume")?;
+        let mut words = [next as u32];
+        ctx.comm()
+            .broadcast(&mut words, "numbering the resumed series");
+        (s.frames, s.next) = (frames, words[0] as usize);
+        Ok(s)
     }
 
     /// The collection file ParaView opens.
@@ -88,13 +116,14 @@ impl PartSeries {
     ) -> Result<()> {
         // Tagged before this frame's exchanges: a rank in another call gets an error.
         self.ctx.agree(Ok(()), "writing a frame")?;
-        let k = self.frames.len();
+        let k = self.next;
         let piece = |r: usize| format!("{}_{k:06}_{r}.vtu", self.stem);
         let rank = self.ctx.rank();
         let out = self.write_piece(&piece(rank), c2v, cell_type, coords, fields);
         self.ctx
             .agree(out, "writing this rank's piece of a frame")?;
         let file = format!("{}_{k:06}.pvtu", self.stem);
+        self.next += 1;
         self.frames.push((time, file.clone()));
         let out = if rank == 0 {
             let pieces: Vec<String> = (0..self.ctx.ranks()).map(piece).collect();

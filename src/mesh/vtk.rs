@@ -208,10 +208,13 @@ pub struct Series {
     dir: PathBuf,
     stem: String,
     frames: Vec<(f64, String)>,
+    /// The number of the next frame's file.
+    next: usize,
 }
 
 impl Series {
-    /// A series written into `dir` (created if missing) as `<stem>.pvd` and its frames.
+    /// A series written into `dir` (created if missing) as `<stem>.pvd` and its frames; a
+    /// series there before is replaced (its frames are overwritten as new ones come).
     pub fn new(dir: impl AsRef<Path>, stem: &str) -> std::io::Result<Series> {
         let dir = dir.as_ref();
         std::fs::create_dir_all(dir)?;
@@ -219,12 +222,23 @@ impl Series {
             dir: dir.to_path_buf(),
             stem: stem.to_string(),
             frames: Vec::new(),
+            next: 0,
         })
+    }
+
+    /// A series that continues the one in `dir` from `time` (a restart from a checkpoint
+    /// taken at `time`): the existing `<stem>.pvd`'s frames before `time` are kept and new
+    /// frames are numbered after them. Without a `<stem>.pvd`, as [`Series::new`].
+    pub fn resume(dir: impl AsRef<Path>, stem: &str, time: f64) -> std::io::Result<Series> {
+        let mut s = Series::new(dir, stem)?;
+        (s.frames, s.next) = frames_before(&s.pvd_path(), stem, time)?;
+        Ok(s)
     }
 
     /// Writes one frame at `time` and rewrites the collection.
     pub fn write(&mut self, time: f64, mesh: &Mesh, fields: &[Field]) -> std::io::Result<()> {
-        let file = format!("{}_{:06}.vtu", self.stem, self.frames.len());
+        let file = format!("{}_{:06}.vtu", self.stem, self.next);
+        self.next += 1;
         write_vtu(self.dir.join(&file), mesh, fields)?;
         self.frames.push((time, file));
         let text = pvd(&self.frames);
@@ -254,4 +268,64 @@ pub fn pvd(frames: &[(f64, String)]) -> String {
     }
     s.push_str("  </Collection>\n</VTKFile>\n");
     s
+}
+
+/// The frames of the collection `pvd` (if it exists) before `time`, and the number after the
+/// highest of their files (`<stem>_<k>.vtu` or `.pvtu`).
+pub(crate) fn frames_before(
+    pvd: &Path,
+    stem: &str,
+    time: f64,
+) -> std::io::Result<(Vec<(f64, String)>, usize)> {
+    if !pvd.exists() {
+        return Ok((Vec::new(), 0));
+    }
+    let frames: Vec<(f64, String)> = read_pvd(pvd)?
+        .into_iter()
+        .filter(|(t, _)| *t < time)
+        .collect();
+    let next = frames
+        .iter()
+        .filter_map(|(_, f)| {
+            let k = f.strip_prefix(stem)?.strip_prefix('_')?;
+            let k = k.strip_suffix(".vtu").or_else(|| k.strip_suffix(".pvtu"))?;
+            k.parse::<usize>().ok()
+        })
+        .max()
+        .map_or(0, |k| k + 1);
+    Ok((frames, next))
+}
+
+/// The (time, file) frames a `.pvd` collection lists, in its order.
+pub fn read_pvd(path: &Path) -> std::io::Result<Vec<(f64, String)>> {
+    let text = std::fs::read_to_string(path)?;
+    let bad = |what: String| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{}: {what}", path.display()),
+        )
+    };
+    if !text.contains("<VTKFile") || !text.contains("Collection") {
+        return Err(bad("not a VTK collection (.pvd)".into()));
+    }
+    let attr = |tag: &str, name: &str| -> Option<String> {
+        let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+        let end = tag[at..].find('"')? + at;
+        Some(
+            tag[at..end]
+                .replace("&lt;", "<")
+                .replace("&quot;", "\"")
+                .replace("&amp;", "&"),
+        )
+    };
+    let mut frames = Vec::new();
+    for (k, piece) in text.split("<DataSet").skip(1).enumerate() {
+        let tag = &piece[..piece.find('>').unwrap_or(piece.len())];
+        let t = attr(tag, "timestep")
+            .and_then(|t| t.parse::<f64>().ok())
+            .ok_or_else(|| bad(format!("data set {k} has no numeric timestep")))?;
+        let file = attr(tag, "file").ok_or_else(|| bad(format!("data set {k} has no file")))?;
+        frames.push((t, file));
+    }
+    Ok(frames)
 }
