@@ -37,6 +37,7 @@ pub struct Checkpoint {
     dats: Vec<(String, Set, usize, DType, Vec<u32>)>,
     globals: Vec<GlobalWords>,
     step: Option<u64>,
+    keep: usize,
 }
 
 impl Checkpoint {
@@ -49,6 +50,7 @@ impl Checkpoint {
             dats: Vec::new(),
             globals: Vec::new(),
             step: None,
+            keep: 1,
         }
     }
     /// Adds a set (sets of the maps and Dats added come with them).
@@ -88,13 +90,24 @@ impl Checkpoint {
         self
     }
 
-    /// Writes the checkpoint to `path` (every rank its blocks; MPI-IO). Collective.
+    /// Keeps the last `k` checkpoints written to the same path (default 1): before a new one
+    /// replaces `ck.h5`, the current one is kept as `ck.1.h5`, the one before as `ck.2.h5`,
+    /// up to `ck.{k-1}.h5` ([`super::older`]). A restart whose newest file is unreadable falls
+    /// back to them ([`super::MeshFile::read_newest`]).
+    pub fn keep(&mut self, k: usize) -> &mut Self {
+        self.keep = k.max(1);
+        self
+    }
+
+    /// Writes the checkpoint to `path` (every rank its blocks; MPI-IO). Collective. The file
+    /// is written under a temporary name and renamed into place: killed at any moment, `path`
+    /// holds the last complete checkpoint.
     pub fn write(&self, path: impl AsRef<Path>) -> Result<()> {
         // Tagged before the rendezvous and HDF5's collective calls.
         self.ctx.agree(Ok(()), "starting to write a checkpoint")?;
-        let out = self
-            .blocks()
-            .and_then(|mesh| super::write_with(path.as_ref(), &mesh, self.step, &self.globals));
+        let out = self.blocks().and_then(|mesh| {
+            super::write_with(path.as_ref(), &mesh, self.step, &self.globals, self.keep)
+        });
         self.ctx.agree(out, "writing a checkpoint")
     }
 

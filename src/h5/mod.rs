@@ -65,7 +65,7 @@ pub fn write(path: impl AsRef<Path>, mesh: &BlockMesh) -> Result<()> {
     let ctx = mesh.context().clone();
     // Tagged before HDF5's collective calls: a rank in another call gets an error.
     ctx.agree(Ok(()), "starting to write an HDF5 mesh file")?;
-    let out = write_with(path.as_ref(), mesh, None, &[]);
+    let out = write_with(path.as_ref(), mesh, None, &[], 1);
     ctx.agree(out, "writing an HDF5 mesh file")
 }
 
@@ -78,6 +78,7 @@ pub(crate) fn write_with(
     mesh: &BlockMesh,
     step: Option<u64>,
     globals: &[GlobalWords],
+    keep: usize,
 ) -> Result<()> {
     let e = |what: &str| h5err(path, what);
     let ctx = mesh.context();
@@ -104,7 +105,9 @@ pub(crate) fn write_with(
     let written = ctx.agree(written, "writing the file's parts");
     if ctx.rank() == 0 {
         let placed = match &written {
-            Ok(()) => crate::util::sync_file(&tmp).and_then(|()| std::fs::rename(&tmp, path)),
+            Ok(()) => crate::util::sync_file(&tmp)
+                .and_then(|()| rotate(path, keep))
+                .and_then(|()| std::fs::rename(&tmp, path)),
             Err(_) => Ok(()),
         };
         if written.is_err() || placed.is_err() {
@@ -119,6 +122,38 @@ pub(crate) fn write_with(
         }
     }
     written
+}
+
+/// The name of the `k`-th older file kept beside `path`: `ck.h5` gives `ck.1.h5`, `ck.2.h5`.
+pub fn older(path: &Path, k: usize) -> std::path::PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy())
+        .unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{k}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{k}"),
+    };
+    path.with_file_name(name)
+}
+
+/// Before a new file replaces `path`, keeping `keep` files in all: the older ones shift up by
+/// one (the oldest is dropped) and [`older`]`(path, 1)` becomes a second name of the current
+/// `path`, which itself stays until the new file is renamed over it.
+fn rotate(path: &Path, keep: usize) -> std::io::Result<()> {
+    if keep < 2 || !path.exists() {
+        return Ok(());
+    }
+    for k in (1..keep - 1).rev() {
+        if older(path, k).exists() {
+            std::fs::rename(older(path, k), older(path, k + 1))?;
+        }
+    }
+    let first = older(path, 1);
+    if first.exists() {
+        std::fs::remove_file(&first)?;
+    }
+    std::fs::hard_link(path, &first).or_else(|_| std::fs::copy(path, &first).map(|_| ()))
 }
 
 fn write_contents(

@@ -8,7 +8,7 @@ use crate::dist::BlockMesh;
 use crate::error::{Error, Result};
 use crate::types::{DType, Scalar};
 use hdf5::types::{FloatSize, IntSize, TypeDescriptor, VarLenUnicode};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// A mesh file as read by this rank: its blocks of every set, map and Dat (a [`BlockMesh`] to
 /// `distribute`), and a checkpoint's step and Globals.
@@ -50,6 +50,44 @@ impl MeshFile {
         let out = read_raw(ctx, path).and_then(|raw| build(ctx, path, raw));
         // The tag is the same on every rank whatever the path's spelling there.
         ctx.agree(out, "reading a parloop mesh file")
+    }
+
+    /// The newest readable of `path` and the older files kept beside it
+    /// ([`super::Checkpoint::keep`]: `ck.1.h5`, `ck.2.h5`, ...), and its path. Collective. An
+    /// error when none is readable, giving each file's reason.
+    pub fn read_newest(ctx: &Context, path: impl AsRef<Path>) -> Result<(MeshFile, PathBuf)> {
+        let path = path.as_ref();
+        let mut why = Vec::new();
+        let mut k = 0;
+        loop {
+            let p = if k == 0 {
+                path.to_path_buf()
+            } else {
+                super::older(path, k)
+            };
+            // Whether it exists is rank 0's answer, for every rank.
+            let exists = ctx.agree(
+                if ctx.rank() == 0 && !p.exists() {
+                    Err(Error::Data(String::new()))
+                } else {
+                    Ok(())
+                },
+                "looking for an older checkpoint",
+            );
+            if exists.is_err() && k > 0 {
+                break;
+            }
+            match MeshFile::read(ctx, &p) {
+                Ok(f) => return Ok((f, p)),
+                Err(e) => why.push(e.to_string()),
+            }
+            k += 1;
+        }
+        Err(Error::Data(format!(
+            "no readable checkpoint among {} and the older files beside it: {}",
+            path.display(),
+            why.join("; ")
+        )))
     }
 
     /// The step a checkpoint was written at (None for a mesh file).
