@@ -268,6 +268,33 @@ fn the_wave_restarts_from_a_checkpoint_bit_for_bit_on_the_same_ranks_and_to_roun
     restart("wave", &grid, nv, 1);
 }
 
+/// A mesh file whose coordinates are f64 (as `parloop convert` writes a Gmsh mesh by default)
+/// and not representable in f32: the restart on the same ranks is bit for bit too.
+#[test]
+fn the_wave_on_f64_coordinates_restarts_bit_for_bit() {
+    let grid = scratch("wave-grid-f64.h5");
+    let ctx = Context::new().unwrap();
+    let m = parloop::mesh::unit_square(16);
+    let mut b = parloop::dist::BlockMesh::new(&ctx);
+    let vertices = b.set("vertices", m.nvertices());
+    let cells = b.set("cells", m.ncells());
+    b.map("cell_vertices", cells, vertices, 3, m.cells.clone())
+        .unwrap();
+    let xy: Vec<f64> = m
+        .coords
+        .iter()
+        .flat_map(|c| {
+            [
+                c[0] + 0.01 * (7.0 * c[1]).sin(),
+                c[1] + 0.01 * (5.0 * c[0]).cos(),
+            ]
+        })
+        .collect();
+    b.dat("coords", vertices, 2, &xy).unwrap();
+    parloop::h5::write(&grid, &b).unwrap();
+    restart("wave", &grid, m.nvertices(), 1);
+}
+
 /// `parloop convert` of a Gmsh mesh: the wave read from the file (one process, so the part is
 /// the whole mesh in its order) runs as the wave on the mesh itself; p differs only by the
 /// initial values computed from f32 rather than f64 coordinates.
