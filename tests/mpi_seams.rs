@@ -518,3 +518,78 @@ fn an_f64_dat_on_a_rank_owning_nothing_is_read_and_written() {
     let sum: f32 = values.iter().sum();
     assert_eq!(got, [vec![sum], values].concat());
 }
+
+/// Loops over subsets of the chain's distributed sets: a direct write over nodes 2, 5 and 7;
+/// increments through the map from cells 1-5 with a count of them; a sum over even nodes.
+#[test]
+#[ignore = "run by the other tests under mpirun"]
+fn subsets_worker() {
+    let Some(_) = out_path() else { return };
+    let ctx = worker_ctx(Config::from_env().unwrap());
+    let (mut d, cells, nodes, c2n) = chain(&ctx);
+    let (cs, ns) = (d.set(cells), d.set(nodes));
+    let m = d.map(c2n);
+    let some = d.subset("some nodes", nodes, &[2, 5, 7]).unwrap();
+    let middle = d.subset("middle", cells, &[1, 2, 3, 4, 5]).unwrap();
+    let even = d.subset("even", nodes, &[0, 2, 4, 6, 8]).unwrap();
+    let x = ctx
+        .dat("x", &ns, 1, &local_values(&ns, |g| g as f32, None))
+        .unwrap();
+    let y = ctx.dat_zeros::<f32>("y", &ns, 1).unwrap();
+    let w = ctx
+        .dat("w", &cs, 1, &local_values(&cs, |g| (g + 1) as f32, None))
+        .unwrap();
+    let twice = Kernel::new(
+        "twice",
+        "fn twice(x: ptr<function, array<f32, 1>>, y: ptr<function, array<f32, 1>>) {
+            (*y)[0] = 2.0 * (*x)[0];
+        }",
+    );
+    ctx.par_loop(&twice, &some, &[x.read(), y.write()]).unwrap();
+    let spread = Kernel::new(
+        "spread",
+        "fn spread(w: ptr<function, array<f32, 1>>, y: ptr<function, array<f32, 2>>,
+                   n: ptr<function, array<f32, 1>>) {
+            (*y)[0] += (*w)[0];
+            (*y)[1] += 10.0 * (*w)[0];
+            (*n)[0] += 1.0;
+        }",
+    );
+    let count = ctx.global("count", &[0.0f32]).unwrap();
+    ctx.par_loop(&spread, &middle, &[w.read(), y.all(&m).inc(), count.inc()])
+        .unwrap();
+    let total = ctx.global("total", &[0.0f32]).unwrap();
+    let sum = Kernel::new(
+        "sum",
+        "fn sum(y: ptr<function, array<f32, 1>>, t: ptr<function, array<f32, 1>>) {
+            (*t)[0] += (*y)[0];
+        }",
+    );
+    ctx.par_loop(&sum, &even, &[y.read(), total.inc()]).unwrap();
+    let mut got = y.gather().unwrap().unwrap_or_default();
+    got.extend(count.value().unwrap());
+    got.extend(total.value().unwrap());
+    write_out(&ctx, &got);
+}
+
+/// Subsets of distributed sets give the one-process result on 2 and 3 ranks (owned members
+/// run; through a map, exec-halo members too; reductions count each member once).
+#[test]
+fn loops_over_subsets_of_distributed_sets_equal_one_process() {
+    let mut y = [0.0f32; 9];
+    for n in [2, 5, 7] {
+        y[n] = 2.0 * n as f32;
+    }
+    for c in 1..=5 {
+        let w = (c + 1) as f32;
+        y[c] += w;
+        y[c + 1] += 10.0 * w;
+    }
+    let total: f32 = [0, 2, 4, 6, 8].iter().map(|&n| y[n]).sum();
+    let mut want = y.to_vec();
+    want.extend([5.0, total]);
+    for (np, lazy) in [(2, "1"), (3, "1"), (3, "0")] {
+        let got = mpirun_env(np, "subsets_worker", &[("PARLOOP_LAZY", lazy)]);
+        assert_eq!(got, want, "{np} ranks, lazy {lazy}");
+    }
+}

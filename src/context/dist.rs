@@ -25,15 +25,16 @@ use crate::data::{Reach, Set, Via};
 use crate::trace::{Computation, Footprint};
 
 impl Context {
-    /// Checks a loop's sets against its distribution; for a loop over a distributed set,
-    /// returns its set and whether it runs the exec halo (None: not distributed).
+    /// Checks a loop's sets against its distribution; for a loop over a distributed set (or a
+    /// subset of one), returns the space and whether it runs the exec halo (None: not
+    /// distributed).
     pub(super) fn distributed_space(
         &self,
         kernel: &Kernel,
         space: &IterSpace,
         args: &[Arg],
         site: &'static Location<'static>,
-    ) -> Result<Option<(Set, bool)>> {
+    ) -> Result<Option<(IterSpace, bool)>> {
         let set = space.set().clone();
         let distributed = set.halo().is_some();
         let name = || {
@@ -71,19 +72,10 @@ impl Context {
                 set.name()
             )));
         }
-        if let IterSpace::Subset(s) = space {
-            return Err(Error::ParLoop(format!(
-                "{}: iterates over subset `{}` of distributed set `{}`, which parloop does not \
-                 distribute yet: declare the subset as a set with a map to its parent",
-                name(),
-                s.name(),
-                set.name()
-            )));
-        }
         // From the program, not this rank's sizes: every rank makes the same decision (a rank
         // with no exec-halo element runs an empty section).
         let exec = args.iter().any(|a| a.map().is_some() && a.access.writes());
-        Ok(Some((set, exec)))
+        Ok(Some((space.clone(), exec)))
     }
 
     /// The Dats whose halos a loop reads (each once): through a map (READ or RW), or directly
@@ -110,7 +102,7 @@ impl Context {
     pub(super) fn record_distributed(
         &self,
         kernel: &Kernel,
-        (set, exec): (Set, bool),
+        (space, exec): (IterSpace, bool),
         args: &[Arg],
         site: &'static Location<'static>,
     ) -> Result<()> {
@@ -170,10 +162,16 @@ impl Context {
         // Split on every rank alike (a rank without core elements runs an empty part): the
         // trace's length decides where the trace bound forces, which every rank must share.
         // Eager mode runs the exchange and the loop at once: nothing to overlap.
-        if wait && !self_reading && core_clean && self.0.config.lazy {
+        if let IterSpace::Subset(s) = &space {
+            // A subset's members run after the exchanges, in one part: the owned ones, and
+            // with the exec halo those of it (as a loop over the set runs them).
+            self.record(kernel, IterSpace::Subset(s.part(exec)), &args, site);
+        } else if wait && !self_reading && core_clean && self.0.config.lazy {
+            let set = space.set().clone();
             self.record(kernel, IterSpace::Core(set.clone()), &args, site);
             self.record(kernel, IterSpace::Owned(set, exec), &args, site);
         } else {
+            let set = space.set().clone();
             let space = if exec {
                 IterSpace::WithExecHalo(set)
             } else {

@@ -173,6 +173,12 @@ pub(crate) struct SubsetInner {
     pub name: String,
     pub set: Set,
     pub indices: Vec<u32>,
+    /// A part of a distributed subset that runs the exec halo: its loop's reductions count
+    /// the owned elements only.
+    pub exec_halo: bool,
+    /// On a distributed set: the members a loop runs, owned ones and with the exec halo
+    /// (made when first needed, then reused).
+    pub parts: std::cell::RefCell<[Option<Subset>; 2]>,
 }
 
 /// Some elements of a set (e.g. boundary nodes); a par_loop may iterate over it. Direct
@@ -203,12 +209,40 @@ impl Subset {
                 )));
             }
         }
-        Ok(Subset(Rc::new(SubsetInner {
+        Ok(Subset::from_checked(name, set, indices.to_vec(), false))
+    }
+    fn from_checked(name: String, set: &Set, indices: Vec<u32>, exec_halo: bool) -> Subset {
+        Subset(Rc::new(SubsetInner {
             id: next_id(),
             name,
             set: set.clone(),
-            indices: indices.to_vec(),
-        })))
+            indices,
+            exec_halo,
+            parts: Default::default(),
+        }))
+    }
+    /// On a distributed set: the members a loop runs, in ascending order: the owned ones, and
+    /// with `exec` the exec-halo ones too (as a loop over the set runs them).
+    pub(crate) fn part(&self, exec: bool) -> Subset {
+        if let Some(p) = &self.0.parts.borrow()[exec as usize] {
+            return p.clone();
+        }
+        let set = &self.0.set;
+        let end = set.size() + if exec { set.sections().exec_halo } else { 0 };
+        let mut members: Vec<u32> = self
+            .0
+            .indices
+            .iter()
+            .copied()
+            .filter(|&i| (i as usize) < end)
+            .collect();
+        members.sort_unstable();
+        // Marked by the program's decision, not by whether this rank holds exec-halo
+        // members: every rank's loop then reads and writes the same sections, and so makes
+        // the same exchanges.
+        let p = Subset::from_checked(self.0.name.clone(), set, members, exec);
+        self.0.parts.borrow_mut()[exec as usize] = Some(p.clone());
+        p
     }
     /// The subset's name, as given.
     pub fn name(&self) -> &str {
@@ -278,7 +312,11 @@ impl IterSpace {
     }
     /// Whether the loop runs exec-halo elements (their reductions do not count).
     pub fn runs_exec_halo(&self) -> bool {
-        matches!(self, IterSpace::WithExecHalo(_) | IterSpace::Owned(_, true))
+        match self {
+            IterSpace::WithExecHalo(_) | IterSpace::Owned(_, true) => true,
+            IterSpace::Subset(s) => s.0.exec_halo,
+            _ => false,
+        }
     }
     /// Number of elements the loop runs.
     pub fn len(&self) -> usize {

@@ -470,6 +470,29 @@ impl Distributed {
     pub fn set(&self, s: GlobalSet) -> Set {
         self.sets[s.0].clone()
     }
+    /// A subset of a declared set, from its members' global numbers (the same list on every
+    /// rank): this rank's elements among them, in any section. A par_loop over it runs its
+    /// owned members, and when it writes through a map its exec-halo members too, as a loop
+    /// over the set does: on N ranks it gives the one-process result.
+    pub fn subset(&self, name: &str, s: GlobalSet, members: &[u32]) -> Result<crate::Subset> {
+        let (set, global) = (&self.sets[s.0], self.sizes[s.0].1);
+        let mut member = vec![false; global];
+        for (k, &m) in members.iter().enumerate() {
+            let slot = member.get_mut(m as usize).ok_or_else(|| {
+                Error::Data(format!(
+                    "Subset `{name}` of `{}`: member {m} at position {k} is out of range: the \
+                     set has {global} elements",
+                    set.name()
+                ))
+            })?;
+            *slot = true;
+        }
+        let ids = set.global_ids().unwrap_or_default();
+        let local: Vec<u32> = (0..ids.len() as u32)
+            .filter(|&l| member[ids[l as usize] as usize])
+            .collect();
+        crate::Subset::new(name, set, &local)
+    }
     /// This rank's part of a declared map (targets in local numbering).
     pub fn map(&self, m: GlobalMap) -> Map {
         self.maps[m.0].clone()

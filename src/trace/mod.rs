@@ -231,6 +231,7 @@ impl LoopRecord {
             IterSpace::Core(_) => (CORE, CORE | OWNED),
             IterSpace::Owned(_, exec) => (OWNED | if *exec { EXEC_HALO } else { 0 }, ALL),
             IterSpace::WithExecHalo(_) => (CORE | OWNED | EXEC_HALO, ALL),
+            IterSpace::Subset(s) if s.0.exec_halo => (CORE | OWNED | EXEC_HALO, ALL),
             _ if distributed => (CORE | OWNED, ALL),
             _ => (CORE | OWNED, CORE | OWNED | EXEC_HALO),
         };
