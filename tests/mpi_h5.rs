@@ -206,7 +206,9 @@ fn app_worker() {
 /// ITERATIONS more from it on the same 2 ranks (bit for bit), on 3 ranks and on one process
 /// (to round-off: other parts add in another order).
 fn restart(app: &str, grid: &std::path::Path, cells: usize, dim: usize) {
-    let ck = scratch(&format!("{app}-checkpoint.h5"));
+    // Named after the grid: tests of one app run at once.
+    let stem = grid.file_stem().unwrap().to_str().unwrap();
+    let ck = scratch(&format!("{stem}-checkpoint.h5"));
     let (g, c) = (grid.to_str().unwrap(), ck.to_str().unwrap());
     let twice = (2 * ITERATIONS).to_string();
     let once = ITERATIONS.to_string();

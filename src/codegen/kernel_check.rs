@@ -112,7 +112,7 @@ fn check_source(
 /// Metal has no f64 at all. `sqrt`, `inverseSqrt`, `abs`, `floor`, `ceil`, `round`, `trunc`,
 /// `fract`, `fma`, `min`, `max`, `clamp`, `mix`, `step`, `sign`, `length`, `dot` and the like
 /// are defined for f64 and allowed.
-const F32_ONLY: [(naga::MathFunction, &str); 20] = {
+const F32_ONLY: [(naga::MathFunction, &str); 21] = {
     use naga::MathFunction as M;
     [
         (M::Sin, "sin"),
@@ -135,6 +135,8 @@ const F32_ONLY: [(naga::MathFunction, &str); 20] = {
         (M::Exp2, "exp2"),
         (M::Log, "log"),
         (M::Log2, "log2"),
+        // GLSL.std.450's Refract takes a 16- or 32-bit eta.
+        (M::Refract, "refract"),
     ]
 };
 

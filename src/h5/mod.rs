@@ -105,9 +105,7 @@ pub(crate) fn write_with(
     let written = ctx.agree(written, "writing the file's parts");
     if ctx.rank() == 0 {
         let placed = match &written {
-            Ok(()) => crate::util::sync_file(&tmp)
-                .and_then(|()| rotate(path, keep))
-                .and_then(|()| std::fs::rename(&tmp, path)),
+            Ok(()) => crate::util::sync_file(&tmp).and_then(|()| place(&tmp, path, keep)),
             Err(_) => Ok(()),
         };
         if written.is_err() || placed.is_err() {
@@ -137,23 +135,34 @@ pub fn older(path: &Path, k: usize) -> std::path::PathBuf {
     path.with_file_name(name)
 }
 
-/// Before a new file replaces `path`, keeping `keep` files in all: the older ones shift up by
-/// one (the oldest is dropped) and [`older`]`(path, 1)` becomes a second name of the current
-/// `path`, which itself stays until the new file is renamed over it.
-fn rotate(path: &Path, keep: usize) -> std::io::Result<()> {
-    if keep < 2 || !path.exists() {
+/// Puts the complete file `tmp` in place of `path`, keeping `keep` files in all. Nothing is
+/// removed before the new file is in place: the current `path` gets a second, temporary name
+/// first; then the rename makes the new file `path`; then the older files shift up by one (the
+/// oldest past `keep` is dropped) and the previous one takes [`older`]`(path, 1)`. Killed at
+/// any moment, `path` is a complete file and every kept file is complete (one may be missing
+/// or doubled while the shift is cut short).
+fn place(tmp: &Path, path: &Path, keep: usize) -> std::io::Result<()> {
+    let previous = if keep >= 2 && path.exists() {
+        let p = crate::util::temp_beside(path, &format!("{}-previous", crate::util::temp_id()));
+        std::fs::hard_link(path, &p).or_else(|_| std::fs::copy(path, &p).map(|_| ()))?;
+        Some(p)
+    } else {
+        None
+    };
+    std::fs::rename(tmp, path)?;
+    let Some(previous) = previous else {
         return Ok(());
-    }
-    for k in (1..keep - 1).rev() {
-        if older(path, k).exists() {
+    };
+    // The kept files that exist, from the newest: at most keep - 1 of them.
+    let have = (1..keep).take_while(|&k| older(path, k).exists()).count();
+    for k in (1..=have).rev() {
+        if k + 1 < keep {
             std::fs::rename(older(path, k), older(path, k + 1))?;
+        } else {
+            std::fs::remove_file(older(path, k))?;
         }
     }
-    let first = older(path, 1);
-    if first.exists() {
-        std::fs::remove_file(&first)?;
-    }
-    std::fs::hard_link(path, &first).or_else(|_| std::fs::copy(path, &first).map(|_| ()))
+    std::fs::rename(previous, older(path, 1))
 }
 
 fn write_contents(

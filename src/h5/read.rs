@@ -53,35 +53,47 @@ impl MeshFile {
     }
 
     /// The newest readable of `path` and the older files kept beside it
-    /// ([`super::Checkpoint::keep`]: `ck.1.h5`, `ck.2.h5`, ...), and its path. Collective. An
-    /// error when none is readable, giving each file's reason.
+    /// ([`super::Checkpoint::keep`]: `ck.1.h5`, `ck.2.h5`, ...), and its path. Collective. Each
+    /// file passed over is logged with its reason (a warning); an error when none is readable,
+    /// giving each file's reason.
     pub fn read_newest(ctx: &Context, path: impl AsRef<Path>) -> Result<(MeshFile, PathBuf)> {
         let path = path.as_ref();
+        // The highest number kept beside `path`, as rank 0 finds it (a gap left by a run
+        // killed while shifting them does not end the search).
+        let mut last = [0u32];
+        if ctx.rank() == 0 {
+            last[0] = (1..=u32::MAX)
+                .take_while(|&k| (k..k + 8).any(|j| super::older(path, j as usize).exists()))
+                .last()
+                .map_or(0, |k| k + 7);
+        }
+        ctx.comm()
+            .broadcast(&mut last, "looking for older checkpoints");
         let mut why = Vec::new();
-        let mut k = 0;
-        loop {
+        for k in 0..=last[0] as usize {
             let p = if k == 0 {
                 path.to_path_buf()
             } else {
                 super::older(path, k)
             };
             // Whether it exists is rank 0's answer, for every rank.
-            let exists = ctx.agree(
-                if ctx.rank() == 0 && !p.exists() {
-                    Err(Error::Data(String::new()))
-                } else {
-                    Ok(())
-                },
-                "looking for an older checkpoint",
-            );
-            if exists.is_err() && k > 0 {
-                break;
+            let here = if ctx.rank() == 0 && !p.exists() {
+                Err(Error::Data(String::new()))
+            } else {
+                Ok(())
+            };
+            if k > 0 && ctx.agree(here, "looking for an older checkpoint").is_err() {
+                continue;
             }
             match MeshFile::read(ctx, &p) {
-                Ok(f) => return Ok((f, p)),
+                Ok(f) => {
+                    for w in &why {
+                        log::warn!("restarting from {}: passed over {w}", p.display());
+                    }
+                    return Ok((f, p));
+                }
                 Err(e) => why.push(e.to_string()),
             }
-            k += 1;
         }
         Err(Error::Data(format!(
             "no readable checkpoint among {} and the older files beside it: {}",

@@ -284,15 +284,27 @@ pub(crate) fn frames_before(
         .into_iter()
         .filter(|(t, _)| *t < time)
         .collect();
-    let next = frames
-        .iter()
-        .filter_map(|(_, f)| {
-            let k = f.strip_prefix(stem)?.strip_prefix('_')?;
-            let k = k.strip_suffix(".vtu").or_else(|| k.strip_suffix(".pvtu"))?;
-            k.parse::<usize>().ok()
-        })
-        .max()
-        .map_or(0, |k| k + 1);
+    // After every number a kept frame's file (or a piece of it) could carry, whatever the
+    // path it is listed under.
+    let numbers = frames.iter().filter_map(|(_, f)| {
+        let name = Path::new(f).file_name()?.to_str()?;
+        let k = name.strip_prefix(stem)?.strip_prefix('_')?;
+        let k = k.split(['_', '.']).next()?;
+        k.parse::<u64>().ok()
+    });
+    let next = match numbers.max() {
+        None => 0,
+        Some(k) if k < u32::MAX as u64 => k as usize + 1,
+        Some(k) => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "{}: frame number {k} leaves no number for the next",
+                    pvd.display()
+                ),
+            ));
+        }
+    };
     Ok((frames, next))
 }
 
