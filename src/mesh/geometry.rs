@@ -52,10 +52,14 @@ impl MeshData {
     /// in double precision: `md.geometry(&ctx, &md.coords_as::<f64>(&ctx)?)`.
     pub fn coords_as<T: Real>(&self, ctx: &Context) -> Result<Dat<T>> {
         let d = self.cell_type.dim();
-        let values: Vec<T> = self
-            .coords64
+        // On N ranks, this rank's vertices (owned and halo) by their global numbers.
+        let global: Vec<usize> = match self.vertices.global_ids() {
+            Some(ids) => ids.iter().map(|&g| g as usize).collect(),
+            None => (0..self.coords64.len()).collect(),
+        };
+        let values: Vec<T> = global
             .iter()
-            .flat_map(|c| c[..d].iter().map(|&x| T::from_f64(x)))
+            .flat_map(|&v| self.coords64[v][..d].iter().map(|&x| T::from_f64(x)))
             .collect();
         ctx.dat(
             &format!("coords ({})", T::DTYPE),

@@ -5,7 +5,7 @@
 //!
 //! Owns: host arrays. Must never: touch a Context.
 
-use super::{CellType, Mesh, MeshError};
+use super::{CellType, MeshError};
 
 type Key = [u32; 4];
 
@@ -304,106 +304,6 @@ pub struct MeshData {
 }
 
 impl MeshData {
-    /// The mesh `m` as Sets, Maps, a coordinates Dat and Subsets on `ctx`, its cells oriented
-    /// first. A degenerate cell (measure 0), a non-manifold facet and a tagged facet the mesh
-    /// does not have are errors naming them.
-    pub fn new(ctx: &crate::Context, m: &Mesh) -> crate::Result<MeshData> {
-        use crate::{Map, Set, Subset};
-        let mut oriented = m.clone();
-        let turned = oriented.orient()?;
-        let m = &oriented;
-        let t = Topology::new(m.cell_type, &m.cells)?;
-        let vertices = Set::new("vertices", m.nvertices());
-        let cells = Set::new("cells", m.ncells());
-        let (mut interior, mut bnd) = (Vec::new(), Vec::new());
-        let mut place = vec![(false, 0u32); t.nfacets()];
-        for f in 0..t.nfacets() {
-            if t.is_boundary(f) {
-                place[f] = (true, bnd.len() as u32);
-                bnd.push(f);
-            } else {
-                place[f] = (false, interior.len() as u32);
-                interior.push(f);
-            }
-        }
-        let facets = Set::new("facets", interior.len());
-        let boundary = Set::new("boundary facets", bnd.len());
-        let cell_vertices = Map::new(
-            "cell_vertices",
-            &cells,
-            &vertices,
-            m.cell_type.vertices(),
-            &m.cells,
-        )?;
-        let fc: Vec<u32> = interior.iter().flat_map(|&f| t.facet_cells[f]).collect();
-        let facet_cells = Map::new("facet_cells", &facets, &cells, 2, &fc)?;
-        let fv: Vec<u32> = interior.iter().flat_map(|&f| t.facet(f).to_vec()).collect();
-        let facet_vertices = Map::new("facet_vertices", &facets, &vertices, t.facet_arity, &fv)?;
-        let bc: Vec<u32> = bnd.iter().map(|&f| t.facet_cells[f][0]).collect();
-        let boundary_cell = Map::new("boundary_cell", &boundary, &cells, 1, &bc)?;
-        let bv: Vec<u32> = bnd.iter().flat_map(|&f| t.facet(f).to_vec()).collect();
-        let boundary_vertices = Map::new(
-            "boundary_vertices",
-            &boundary,
-            &vertices,
-            t.facet_arity,
-            &bv,
-        )?;
-        let coords = ctx.dat("coords", &vertices, m.dim(), &m.coords_f32())?;
-        let mut groups = Vec::new();
-        for g in &m.groups {
-            if g.dim == m.dim() {
-                groups.push(Subset::new(g.name.clone(), &cells, &g.members)?);
-                continue;
-            }
-            let (mut on_b, mut on_i) = (Vec::new(), Vec::new());
-            for &k in &g.members {
-                let vs = &m.facets[k as usize];
-                let f = t.facet_of(vs).ok_or_else(|| {
-                    crate::Error::Data(format!(
-                        "physical group `{}`: its element with vertices {vs:?} is not a facet of \
-                         any cell",
-                        g.name
-                    ))
-                })?;
-                match place[f as usize] {
-                    (true, i) => on_b.push(i),
-                    (false, i) => on_i.push(i),
-                }
-            }
-            on_b.sort_unstable();
-            on_b.dedup();
-            on_i.sort_unstable();
-            on_i.dedup();
-            if !on_b.is_empty() {
-                groups.push(Subset::new(g.name.clone(), &boundary, &on_b)?);
-            }
-            if !on_i.is_empty() {
-                groups.push(Subset::new(g.name.clone(), &facets, &on_i)?);
-            }
-        }
-        let interior = interior.iter().map(|&f| f as u32).collect();
-        let boundary_facets = bnd.iter().map(|&f| f as u32).collect();
-        Ok(MeshData {
-            turned,
-            topology: t,
-            interior,
-            boundary_facets,
-            cell_type: m.cell_type,
-            coords64: oriented.coords,
-            vertices,
-            cells,
-            facets,
-            boundary,
-            cell_vertices,
-            facet_cells,
-            facet_vertices,
-            boundary_cell,
-            boundary_vertices,
-            coords,
-            groups,
-        })
-    }
     /// The Subset named `name` (the first, if the group spans interior and boundary facets).
     pub fn group(&self, name: &str) -> Option<&crate::Subset> {
         self.groups.iter().find(|s| s.name() == name)

@@ -1,0 +1,117 @@
+//! One program on 1, 2 and 3 ranks: `MeshData::new` on a mesh with physical groups (the unit
+//! disk: cells "disk", boundary facets "upper" and "lower") distributes it under mpirun, and
+//! the same loops give the one-process results: the disk's area and each group's length
+//! (reductions over sets and groups), the vertices' degrees (increments through a map, a
+//! gathered vertex field), in f32 and from f64 coordinates.
+//!
+//! `cargo test --features mpi --test mpi_mesh` (needs Open MPI's `mpirun`).
+
+#[allow(dead_code)]
+mod gmsh_meshes;
+#[path = "common/mpirun.rs"]
+mod mpirun;
+
+use parloop::dist::Comm;
+use parloop::mesh::topology::MeshData;
+use parloop::{Config, Context, Kernel};
+
+/// The program, the same whatever the number of ranks: the measures' sums over the cells and
+/// over each boundary group (f32 and f64 geometry), and each vertex's number of cells.
+fn program(ctx: &Context) -> Vec<f64> {
+    let mesh = gmsh_meshes::disk(10);
+    let md = MeshData::new(ctx, &mesh).unwrap();
+    if ctx.ranks() > 1 {
+        // Distributed: each rank owns a part of the cells, numbered globally.
+        assert!(md.cells.global_ids().is_some(), "cells not distributed");
+        assert!(md.cells.size() < mesh.ncells(), "a rank owns every cell");
+    }
+    let sum = Kernel::new(
+        "sum",
+        "fn sum(m: ptr<function, array<f32, 1>>, s: ptr<function, array<f32, 1>>) {
+            (*s)[0] += (*m)[0];
+        }",
+    );
+    let sum64 = Kernel::new(
+        "sum64",
+        "fn sum64(m: ptr<function, array<f64, 1>>, s: ptr<function, array<f64, 1>>) {
+            (*s)[0] += (*m)[0];
+        }",
+    );
+    let g = md.geometry(ctx, &md.coords).unwrap();
+    let mut out = Vec::new();
+    let total = |space: parloop::IterSpace, m: &parloop::Dat<f32>| -> f64 {
+        let s = ctx.global("s", &[0.0f32]).unwrap();
+        ctx.par_loop(&sum, space, &[m.read(), s.inc()]).unwrap();
+        s.value().unwrap()[0] as f64
+    };
+    out.push(total((&md.cells).into(), &g.cells.measure));
+    out.push(total(md.group("disk").unwrap().into(), &g.cells.measure));
+    for name in ["upper", "lower"] {
+        out.push(total(md.group(name).unwrap().into(), &g.boundary.measure));
+    }
+    if ctx.gpu().f64() {
+        let g64 = md
+            .geometry(ctx, &md.coords_as::<f64>(ctx).unwrap())
+            .unwrap();
+        for (space, m) in [
+            (parloop::IterSpace::from(&md.cells), &g64.cells.measure),
+            (md.group("upper").unwrap().into(), &g64.boundary.measure),
+        ] {
+            let s = ctx.global("s64", &[0.0f64]).unwrap();
+            ctx.par_loop(&sum64, space, &[m.read(), s.inc()]).unwrap();
+            out.push(s.value().unwrap()[0]);
+        }
+    }
+    let degree = ctx.dat_zeros::<f32>("degree", &md.vertices, 1).unwrap();
+    let count = Kernel::new(
+        "count",
+        "fn count(d: ptr<function, array<f32, 3>>) {
+            (*d)[0] += 1.0; (*d)[1] += 1.0; (*d)[2] += 1.0;
+        }",
+    );
+    ctx.par_loop(&count, &md.cells, &[degree.all(&md.cell_vertices).inc()])
+        .unwrap();
+    out.extend(
+        degree
+            .gather()
+            .unwrap()
+            .unwrap_or_default()
+            .iter()
+            .map(|&v| v as f64),
+    );
+    out
+}
+
+#[test]
+#[ignore = "run by the other tests under mpirun"]
+fn mesh_worker() {
+    let Some(out) = mpirun::out_path() else {
+        return;
+    };
+    let comm = Comm::world().unwrap();
+    let ctx = Context::with_comm(Config::from_env().unwrap(), &comm).unwrap();
+    let got = program(&ctx);
+    if ctx.rank() == 0 {
+        std::fs::write(out, bytemuck::cast_slice(&got)).unwrap();
+    }
+}
+
+#[test]
+fn mesh_data_runs_the_same_program_on_1_2_and_3_ranks() {
+    let ctx = Context::new().unwrap();
+    let one = program(&ctx);
+    // The disk's area (a polygon inside the circle) and its halves' lengths.
+    assert!((one[0] - std::f64::consts::PI).abs() < 0.05, "{one:?}");
+    assert!((one[2] - std::f64::consts::PI).abs() < 0.05, "{one:?}");
+    assert_eq!(one[0], one[1], "the group `disk` is every cell");
+    for np in [2, 3] {
+        let got = mpirun::mpirun_f64(np, "mesh_worker", &[]);
+        assert_eq!(got.len(), one.len(), "{np} ranks");
+        for (k, (a, b)) in one.iter().zip(&got).enumerate() {
+            assert!(
+                (a - b).abs() <= 1e-5 * a.abs().max(1.0),
+                "{np} ranks, value {k}: {b} against one process's {a}"
+            );
+        }
+    }
+}
