@@ -356,43 +356,6 @@ fn parloop_convert_writes_a_gmsh_mesh_the_wave_runs_on() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("/nonexistent.msh"));
 }
 
-/// `parloop convert` of OP2's grid (new_grid.dat): Airfoil read from the file runs as Airfoil
-/// on the grid itself, bit for bit (one process: the same numbering, the same f32 values).
-#[test]
-fn parloop_convert_writes_op2_s_grid_airfoil_runs_on() {
-    use parloop::apps::airfoil::Airfoil;
-    let m = parloop::mesh::airfoil::naca0012(24, 12);
-    let dat = scratch("new_grid.dat");
-    std::fs::write(&dat, m.to_grid_dat()).unwrap();
-    let m = parloop::mesh::airfoil::AirfoilMesh::from_grid_dat(&m.to_grid_dat()).unwrap();
-    let h5 = scratch("grid.h5");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_parloop"))
-        .args([
-            "convert",
-            dat.to_str().unwrap(),
-            h5.to_str().unwrap(),
-            "--f32",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let ctx = Context::new().unwrap();
-    let file = MeshFile::read(&ctx, &h5).unwrap();
-    let cells = file.mesh.find_set("cells").unwrap();
-    let mut part = file.mesh.distribute(cells, Partitioner::Block).unwrap();
-    let a = Airfoil::<f32>::from_part(&ctx, &mut part).unwrap();
-    let b = Airfoil::new(&ctx, &m).unwrap();
-    for _ in 0..5 {
-        a.iteration(None).unwrap();
-        b.iteration(None).unwrap();
-    }
-    assert_eq!(&*a.q.data_ro().unwrap(), &*b.q.data_ro().unwrap());
-}
-
 /// Runs Python 3 with h5py (Debian's python3-h5py): the reader and writer independent of
 /// parloop's. None where h5py is missing outside CI (in CI it is required).
 fn h5py(script: &str) -> Option<String> {

@@ -2,7 +2,8 @@
 //! disk: cells "disk", boundary facets "upper" and "lower") distributes it under mpirun, and
 //! the same loops give the one-process results: the disk's area and each group's length
 //! (reductions over sets and groups), the vertices' degrees (increments through a map, a
-//! gathered vertex field), in f32 and from f64 coordinates.
+//! gathered vertex field), in f32 and from f64 coordinates. And a mesh file made by `parloop
+//! convert` from OP2's grid runs Airfoil as the grid itself does.
 //!
 //! `cargo test --features mpi --test mpi_mesh` (needs Open MPI's `mpirun`).
 
@@ -114,4 +115,47 @@ fn mesh_data_runs_the_same_program_on_1_2_and_3_ranks() {
             );
         }
     }
+}
+
+/// `parloop convert` of OP2's grid (new_grid.dat): Airfoil read from the file runs as Airfoil
+/// on the grid itself, bit for bit (one process: the same numbering, the same f32 values).
+#[cfg(feature = "hdf5")]
+#[test]
+fn parloop_convert_writes_op2_s_grid_airfoil_runs_on() {
+    use parloop::apps::airfoil::Airfoil;
+    let m = parloop::mesh::airfoil::naca0012(24, 12);
+    let dat = std::env::temp_dir().join(format!("parloop-mesh-grid-{}.dat", std::process::id()));
+    std::fs::write(&dat, m.to_grid_dat()).unwrap();
+    let m = parloop::mesh::airfoil::AirfoilMesh::from_grid_dat(&m.to_grid_dat()).unwrap();
+    let h5 = dat.with_extension("h5");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_parloop"))
+        .args([
+            "convert",
+            dat.to_str().unwrap(),
+            h5.to_str().unwrap(),
+            "--f32",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ctx = Context::new().unwrap();
+    let file = parloop::h5::MeshFile::read(&ctx, &h5).unwrap();
+    let cells = file.mesh.find_set("cells").unwrap();
+    let mut part = file
+        .mesh
+        .distribute(cells, parloop::dist::Partitioner::Block)
+        .unwrap();
+    let a = Airfoil::<f32>::from_part(&ctx, &mut part).unwrap();
+    let b = Airfoil::new(&ctx, &m).unwrap();
+    for _ in 0..5 {
+        a.iteration(None).unwrap();
+        b.iteration(None).unwrap();
+    }
+    assert_eq!(&*a.q.data_ro().unwrap(), &*b.q.data_ro().unwrap());
+    std::fs::remove_file(&dat).ok();
+    std::fs::remove_file(&h5).ok();
 }

@@ -526,7 +526,7 @@ fn an_f64_dat_on_a_rank_owning_nothing_is_read_and_written() {
 fn subsets_worker() {
     let Some(_) = out_path() else { return };
     let ctx = worker_ctx(Config::from_env().unwrap());
-    let (mut d, cells, nodes, c2n) = chain(&ctx);
+    let (d, cells, nodes, c2n) = chain(&ctx);
     let (cs, ns) = (d.set(cells), d.set(nodes));
     let m = d.map(c2n);
     let some = d.subset("some nodes", nodes, &[2, 5, 7]).unwrap();

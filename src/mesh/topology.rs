@@ -259,7 +259,7 @@ impl Topology {
 /// A mesh as parloop data, in OP2's layout: interior facets (two cells) and boundary facets
 /// (one cell) are separate sets, as Airfoil's edges and boundary edges are.
 ///
-/// The cells are positively oriented first ([`Mesh::orient`]: counter-clockwise in 2-D,
+/// The cells are positively oriented first ([`Mesh::orient`](super::Mesh::orient): counter-clockwise in 2-D,
 /// positive volume in 3-D; `turned` lists the cells whose vertex order was reversed), so the
 /// facet convention holds on every mesh: an interior facet's vertices are ordered outward from
 /// its first cell (its normal points from `facet_cells` index 0 to index 1), and a boundary
