@@ -159,3 +159,33 @@ fn parloop_convert_writes_op2_s_grid_airfoil_runs_on() {
     std::fs::remove_file(&dat).ok();
     std::fs::remove_file(&h5).ok();
 }
+
+/// The cost of `MeshData::new` on N ranks: wall time and peak memory per rank for the unit
+/// square of `MESH_N` squares per side (2 MESH_N^2 triangles; 707 gives 10^6), printed by
+/// each rank (BENCHMARKS.md). `MESH_N=707 mpirun -np 4 <mpi_mesh test binary> --exact
+/// mesh_cost --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement: run by hand under mpirun"]
+fn mesh_cost() {
+    let comm = Comm::world().unwrap();
+    let ctx = Context::with_comm(Config::from_env().unwrap(), &comm).unwrap();
+    let n: usize = std::env::var("MESH_N").map_or(707, |v| v.parse().unwrap());
+    let mesh = parloop::mesh::unit_square(n);
+    let t = std::time::Instant::now();
+    let md = MeshData::new(&ctx, &mesh).unwrap();
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let peak = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("VmHWM"))
+        .map(|l| l.split_whitespace().nth(1).unwrap().parse::<f64>().unwrap() / 1024.0)
+        .unwrap();
+    println!(
+        "rank {} of {}: {} cells in all, {} owned here; MeshData::new {ms:.0} ms; peak memory \
+         {peak:.0} MB",
+        ctx.rank(),
+        ctx.ranks(),
+        mesh.ncells(),
+        md.cells.size()
+    );
+}

@@ -558,6 +558,13 @@ fn subsets_worker() {
     let count = ctx.global("count", &[0.0f32]).unwrap();
     ctx.par_loop(&spread, &middle, &[w.read(), y.all(&m).inc(), count.inc()])
         .unwrap();
+    // From local indices, it cannot be trusted to list the exec-halo members: refused.
+    let mine = parloop::Subset::new("mine", &cs, &[0]).unwrap();
+    let e = ctx
+        .par_loop(&spread, &mine, &[w.read(), y.all(&m).inc(), count.inc()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("made from local indices"), "{e}");
     let total = ctx.global("total", &[0.0f32]).unwrap();
     let sum = Kernel::new(
         "sum",

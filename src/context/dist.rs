@@ -75,6 +75,23 @@ impl Context {
         // From the program, not this rank's sizes: every rank makes the same decision (a rank
         // with no exec-halo element runs an empty section).
         let exec = args.iter().any(|a| a.map().is_some() && a.access.writes());
+        if let IterSpace::Subset(s) = space
+            && exec
+            && !s.0.complete.get()
+        {
+            // Its exec-halo members must be the ones their owners list, else a target's
+            // increments from a neighbour's member would be lost; only a subset made from
+            // global numbers on every rank is known to list them.
+            return Err(Error::ParLoop(format!(
+                "{}: writes through a map over subset `{}` of distributed set `{}`, made from \
+                 local indices: make it with `Distributed::subset` (from global numbers on \
+                 every rank) or take it from `MeshData`'s groups, which list the exec-halo \
+                 members a loop through a map must run",
+                name(),
+                s.name(),
+                set.name()
+            )));
+        }
         Ok(Some((space.clone(), exec)))
     }
 

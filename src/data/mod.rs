@@ -179,6 +179,9 @@ pub(crate) struct SubsetInner {
     /// On a distributed set: the members a loop runs, owned ones and with the exec halo
     /// (made when first needed, then reused).
     pub parts: std::cell::RefCell<[Option<Subset>; 2]>,
+    /// Made from global numbers on every rank (`Distributed::subset`): its exec-halo members
+    /// are the ones their owners list, so a loop through a map may run them.
+    pub complete: std::cell::Cell<bool>,
 }
 
 /// Some elements of a set (e.g. boundary nodes); a par_loop may iterate over it. Direct
@@ -219,6 +222,7 @@ impl Subset {
             indices,
             exec_halo,
             parts: Default::default(),
+            complete: Default::default(),
         }))
     }
     /// On a distributed set: the members a loop runs, in ascending order: the owned ones, and
@@ -252,7 +256,9 @@ impl Subset {
     pub fn set(&self) -> &Set {
         &self.0.set
     }
-    /// The selected elements of the parent set (distinct, in iteration order).
+    /// The selected elements of the parent set (distinct, in iteration order). On a
+    /// distributed set they are local elements in any section; a loop runs the owned ones
+    /// (and the exec-halo ones when it writes through a map), in ascending order.
     pub fn indices(&self) -> &[u32] {
         &self.0.indices
     }

@@ -197,20 +197,41 @@ impl Distribution {
         let ctx = self.ctx.clone();
         // Tagged before the distribution's own collectives.
         ctx.agree(Ok(()), "distributing the mesh (Distribution::distribute)")?;
-        // The user's owners must be the same on every rank (a hash compared over the ranks).
-        if let Partitioner::Owners(o) = &partitioner {
+        // Every rank must declare the same mesh, and give the same owners (hashes compared
+        // over the ranks): rank 0 partitions for all, and the parts must fit together.
+        if ctx.ranks() > 1 {
+            use std::hash::{Hash, Hasher};
             let mut h = std::collections::hash_map::DefaultHasher::new();
-            std::hash::Hash::hash(o, &mut h);
-            let what = "comparing the ranks' partitions";
-            let (lo, hi) = ctx.comm().min_max(std::hash::Hasher::finish(&h), what)?;
+            self.sets.hash(&mut h);
+            self.maps.hash(&mut h);
+            for d in &self.dats {
+                (&d.name, d.set, d.dim, &d.words).hash(&mut h);
+            }
+            let what = "comparing the ranks' declarations";
+            let (lo, hi) = ctx.comm().min_max(h.finish(), what)?;
             if lo != hi {
                 return Err(Error::Data(format!(
-                    "distributing the mesh: rank {} of {} was given owners that differ from \
-                     another rank's: Partitioner::Owners must hold the same partition on every \
-                     rank",
+                    "distributing the mesh: rank {} of {} declared sets, maps or Dats that \
+                     differ from another rank's: every rank must declare the same global mesh \
+                     with the same values (read or generate it the same way on each)",
                     ctx.rank(),
                     ctx.ranks()
                 )));
+            }
+            if let Partitioner::Owners(o) = &partitioner {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                o.hash(&mut h);
+                let what = "comparing the ranks' partitions";
+                let (lo, hi) = ctx.comm().min_max(h.finish(), what)?;
+                if lo != hi {
+                    return Err(Error::Data(format!(
+                        "distributing the mesh: rank {} of {} was given owners that differ from \
+                         another rank's: Partitioner::Owners must hold the same partition on \
+                         every rank",
+                        ctx.rank(),
+                        ctx.ranks()
+                    )));
+                }
             }
         }
         let part = self.distribute_here(primary, partitioner);
@@ -485,13 +506,21 @@ impl Distributed {
                     set.name()
                 ))
             })?;
-            *slot = true;
+            if std::mem::replace(slot, true) {
+                return Err(Error::Data(format!(
+                    "Subset `{name}` of `{}`: member {m} appears twice (again at position {k}): \
+                     members must be distinct",
+                    set.name()
+                )));
+            }
         }
         let ids = set.global_ids().unwrap_or_default();
         let local: Vec<u32> = (0..ids.len() as u32)
             .filter(|&l| member[ids[l as usize] as usize])
             .collect();
-        crate::Subset::new(name, set, &local)
+        let s = crate::Subset::new(name, set, &local)?;
+        s.0.complete.set(true);
+        Ok(s)
     }
     /// This rank's part of a declared map (targets in local numbering).
     pub fn map(&self, m: GlobalMap) -> Map {
