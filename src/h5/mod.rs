@@ -138,9 +138,10 @@ pub fn older(path: &Path, k: usize) -> std::path::PathBuf {
 /// Puts the complete file `tmp` in place of `path`, keeping `keep` files in all. Nothing is
 /// removed before the new file is in place: the current `path` gets a second, temporary name
 /// first; then the rename makes the new file `path`; then the older files shift up by one (the
-/// oldest past `keep` is dropped) and the previous one takes [`older`]`(path, 1)`. Killed at
-/// any moment, `path` is a complete file and every kept file is complete (one may be missing
-/// or doubled while the shift is cut short).
+/// oldest past `keep` is replaced) and the previous one takes [`older`]`(path, 1)`. Killed at
+/// any moment, `path` is a complete file and every kept file is complete; with `keep` 2 the
+/// previous one is always there, with more one slot may be empty for the moment between two
+/// renames (the previous file then waits under its temporary name).
 fn place(tmp: &Path, path: &Path, keep: usize) -> std::io::Result<()> {
     let previous = if keep >= 2 && path.exists() {
         let p = crate::util::temp_beside(path, &format!("{}-previous", crate::util::temp_id()));
@@ -153,13 +154,12 @@ fn place(tmp: &Path, path: &Path, keep: usize) -> std::io::Result<()> {
     let Some(previous) = previous else {
         return Ok(());
     };
-    // The kept files that exist, from the newest: at most keep - 1 of them.
+    // The kept files that exist, from the newest: at most keep - 1 of them. Each rename
+    // replaces the next slot at once (the oldest is replaced, never removed first).
     let have = (1..keep).take_while(|&k| older(path, k).exists()).count();
     for k in (1..=have).rev() {
         if k + 1 < keep {
             std::fs::rename(older(path, k), older(path, k + 1))?;
-        } else {
-            std::fs::remove_file(older(path, k))?;
         }
     }
     std::fs::rename(previous, older(path, 1))
