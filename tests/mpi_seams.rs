@@ -527,8 +527,7 @@ fn subsets_worker() {
     let Some(_) = out_path() else { return };
     let ctx = worker_ctx(Config::from_env().unwrap());
     let (d, cells, nodes, c2n) = chain(&ctx);
-    let (cs, ns) = (d.set(cells), d.set(nodes));
-    let m = d.map(c2n);
+    let (cs, ns, m) = (d.set(cells), d.set(nodes), d.map(c2n));
     let some = d.subset("some nodes", nodes, &[2, 5, 7]).unwrap();
     let middle = d.subset("middle", cells, &[1, 2, 3, 4, 5]).unwrap();
     let even = d.subset("even", nodes, &[0, 2, 4, 6, 8]).unwrap();
@@ -593,8 +592,7 @@ fn loops_over_subsets_of_distributed_sets_equal_one_process() {
         y[c + 1] += 10.0 * w;
     }
     let total: f32 = [0, 2, 4, 6, 8].iter().map(|&n| y[n]).sum();
-    let mut want = y.to_vec();
-    want.extend([5.0, total]);
+    let want = [&y[..], &[5.0, total]].concat();
     for (np, lazy) in [(2, "1"), (3, "1"), (3, "0")] {
         let got = mpirun_env(np, "subsets_worker", &[("PARLOOP_LAZY", lazy)]);
         assert_eq!(got, want, "{np} ranks, lazy {lazy}");
