@@ -7,7 +7,8 @@
 //! elements only or with something else than the owners' values in the halo, maps made with
 //! `Map::new` on each rank's part after the distribution (columns of a declared map, read,
 //! written and incremented through), errors injected on one rank at a public entry point
-//! (every rank must return one), Dats dropped on some ranks only; sparse matrices and CG
+//! (every rank must return one), Dats dropped on some ranks only, loops over subsets of the
+//! distributed sets; sparse matrices and CG
 //! with host writes between solves, in f32 or f64 (`linalg`). The model is the
 //! single-process fuzzer's (`tests/fuzz_model`): plain Rust on the global mesh, element by
 //! element, that never calls parloop. Rank 0 compares every gathered Dat with it and every
@@ -57,6 +58,11 @@ pub struct World {
     /// Dats other ranks dropped: alive here, never used again.
     kept: Vec<AnyDat>,
     pub describe: String,
+    /// A subset of each set (`Distributed::subset`) and its members' global numbers, and the
+    /// generator that decides which loops run over them (apart from `rng`, so that the
+    /// programs of the seeds recorded before subsets were drawn stay what they were).
+    subsets: Vec<(Subset, Vec<usize>)>,
+    sub_rng: Rng,
 }
 
 impl World {
@@ -145,6 +151,17 @@ impl World {
             .distribute(gsets[0], partitioner)
             .map_err(|e| e.to_string())?;
         let sets: Vec<Set> = gsets.iter().map(|&s| part_of.set(s)).collect();
+        let mut sub_rng = Rng::new(seed ^ 0x5B5E7);
+        let mut subsets = Vec::new();
+        for (k, &g) in gsets.iter().enumerate() {
+            let keep = 0.1 + 0.8 * sub_rng.below(100) as f64 / 100.0;
+            let members: Vec<usize> = (0..sizes[k]).filter(|_| sub_rng.chance(keep)).collect();
+            let global: Vec<u32> = members.iter().map(|&m| m as u32).collect();
+            let sub = part_of
+                .subset(&format!("sub{k}"), g, &global)
+                .map_err(|e| e.to_string())?;
+            subsets.push((sub, members));
+        }
         let maps: Vec<MapT> = specs
             .into_iter()
             .zip(gmaps)
@@ -195,6 +212,8 @@ impl World {
             failures: Vec::new(),
             kept: Vec::new(),
             describe,
+            subsets,
+            sub_rng,
         })
     }
 
@@ -218,10 +237,20 @@ impl World {
             let name = ["fz_a", "fz_b", "fz_c"][self.rng.below(3)];
             let kernel = self.obj.kernel(&mut self.rng, name, &template);
             let pargs: Vec<Arg> = args.iter().map(|a| self.obj.arg(a)).collect();
-            self.ctx
-                .par_loop(&kernel, &self.sets[set], &pargs)
-                .map_err(|e| format!("loop {l} over set {set}: {e}"))?;
-            self.obj.apply(&template, 0..self.sizes[set], &args);
+            if self.sub_rng.chance(0.3) {
+                // Over the set's subset: its members alone, on every rank alike.
+                let (sub, members) = &self.subsets[set];
+                self.ctx
+                    .par_loop(&kernel, sub, &pargs)
+                    .map_err(|e| format!("loop {l} over subset {set}: {e}"))?;
+                let members = members.clone();
+                self.obj.apply(&template, members, &args);
+            } else {
+                self.ctx
+                    .par_loop(&kernel, &self.sets[set], &pargs)
+                    .map_err(|e| format!("loop {l} over set {set}: {e}"))?;
+                self.obj.apply(&template, 0..self.sizes[set], &args);
+            }
             if self.rng.chance(0.25) {
                 let n = self.obj.dats.len() + self.obj.globals.len();
                 let i = self.rng.below(n);
