@@ -269,11 +269,20 @@ fn kill_during(worker: &str, env: &[(&str, &str)], ready: &std::path::Path, ms: 
     assert!(killed.success());
     let _ = child.kill();
     let _ = child.wait();
-    // Gone before anything is read.
-    while pids
-        .iter()
-        .any(|p| std::path::Path::new(&format!("/proc/{p}")).exists())
-    {
+    // Gone (or a zombie) before anything is read.
+    let alive = |p: &String| {
+        std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|t| !t.trim_start().starts_with('Z'))
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while pids.iter().any(alive) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{worker}: a killed rank lives on"
+        );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     for r in 0..2 {
@@ -433,6 +442,13 @@ fn checkpoints_killed_while_written_keep_the_last_whole_ones() {
     for p in [path.clone(), parloop::h5::older(&path, 1), ready] {
         std::fs::remove_file(p).ok();
     }
+    // The hidden temporary files the killed runs left beside it (32 MB each).
+    let hidden = format!(".{}", path.file_name().unwrap().to_str().unwrap());
+    for e in std::fs::read_dir(std::env::temp_dir()).unwrap().flatten() {
+        if e.file_name().to_string_lossy().starts_with(&hidden) {
+            std::fs::remove_file(e.path()).ok();
+        }
+    }
 }
 
 /// `keep(3)` keeps the last three checkpoints; a restart whose newest file is damaged falls
@@ -452,6 +468,14 @@ fn kept_checkpoints_rotate_and_a_restart_falls_back_to_the_newest_readable() {
     }
     let step_of = |p: &std::path::Path| MeshFile::read(&ctx, p).unwrap().step();
     assert_eq!(step_of(&path), Some(4));
+    // A diverged run's NaN is refused before anything is written: the kept files stay.
+    let before = std::fs::read(&path).unwrap();
+    let u = ctx.dat("u", &cells, 1, &[f32::NAN; 10]).unwrap();
+    let mut c = Checkpoint::new(&ctx);
+    c.dat(&u).unwrap().step(5).keep(3);
+    let e = c.write(&path).unwrap_err().to_string();
+    assert!(e.contains("Dat `u` holds NaN at element 0"), "{e}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
     assert_eq!(step_of(&older(&path, 1)), Some(3));
     assert_eq!(step_of(&older(&path, 2)), Some(2));
     assert!(!older(&path, 3).exists(), "a fourth file kept");

@@ -146,47 +146,19 @@ impl GroupIr {
     /// Whether `self` and `other` generate the same shader: equal but for the Consts' values,
     /// which travel in the dispatch parameters, not in the text.
     pub fn same_shader(&self, other: &GroupIr) -> bool {
-        let GroupIr {
-            comments,
-            loops,
-            bindings,
-            registers,
-            reductions,
-            staged,
-            kernels,
-            consts,
-            schedule,
-            subset,
-            plan,
-            scratch,
-            check,
-            exec_halo,
-            workgroup_size,
-        } = self;
-        *comments == other.comments
-            && *loops == other.loops
-            && *bindings == other.bindings
-            && *registers == other.registers
-            && *reductions == other.reductions
-            && *staged == other.staged
-            && *kernels == other.kernels
-            && consts.len() == other.consts.len()
-            && consts
-                .iter()
-                .zip(&other.consts)
-                .all(|(a, b)| const_shape(a) == const_shape(b))
-            && *schedule == other.schedule
-            && *subset == other.subset
-            && *plan == other.plan
-            && *scratch == other.scratch
-            && *check == other.check
-            && *exec_halo == other.exec_halo
-            && *workgroup_size == other.workgroup_size
+        self.shader_key() == other.shader_key()
     }
 
     /// A hash of what the shader depends on: everything but the Consts' values.
     pub fn shader_hash(&self) -> u64 {
         use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.shader_key().hash(&mut h);
+        h.finish()
+    }
+
+    /// Every field, the Consts by their shape only (destructured: a new field must be placed).
+    fn shader_key(&self) -> impl Eq + std::hash::Hash + '_ {
         let GroupIr {
             comments,
             loops,
@@ -204,25 +176,21 @@ impl GroupIr {
             exec_halo,
             workgroup_size,
         } = self;
-        let mut h = std::collections::hash_map::DefaultHasher::new();
         (
-            comments, loops, bindings, registers, reductions, staged, kernels,
+            (
+                comments, loops, bindings, registers, reductions, staged, kernels,
+            ),
+            consts.iter().map(const_shape).collect::<Vec<_>>(),
+            (
+                schedule,
+                subset,
+                plan,
+                scratch,
+                check,
+                exec_halo,
+                workgroup_size,
+            ),
         )
-            .hash(&mut h);
-        for c in consts {
-            const_shape(c).hash(&mut h);
-        }
-        (
-            schedule,
-            subset,
-            plan,
-            scratch,
-            check,
-            exec_halo,
-            workgroup_size,
-        )
-            .hash(&mut h);
-        h.finish()
     }
 }
 

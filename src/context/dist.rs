@@ -77,7 +77,7 @@ impl Context {
         let exec = args.iter().any(|a| a.map().is_some() && a.access.writes());
         if let IterSpace::Subset(s) = space
             && exec
-            && !s.0.complete.get()
+            && !s.0.complete
         {
             // Its exec-halo members must be the ones their owners list, else a target's
             // increments from a neighbour's member would be lost; only a subset made from

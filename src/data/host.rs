@@ -160,6 +160,8 @@ fn misaligned(d: &DataInner) -> Error {
 
 impl<T: Scalar> Dat<T> {
     /// Current values for reading: runs the pending loops that write this Dat, reads it back.
+    /// On a distributed set, this rank's owned values only (`set().size() * dim` of them; a
+    /// total over the ranks is a Global reduction, or [`Dat::gather`] on rank 0).
     ///
     /// ```
     /// use parloop::{Context, Kernel, Set};

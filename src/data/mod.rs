@@ -181,7 +181,7 @@ pub(crate) struct SubsetInner {
     pub parts: std::cell::RefCell<[Option<Subset>; 2]>,
     /// Made from global numbers on every rank (`Distributed::subset`): its exec-halo members
     /// are the ones their owners list, so a loop through a map may run them.
-    pub complete: std::cell::Cell<bool>,
+    pub complete: bool,
 }
 
 /// Some elements of a set (e.g. boundary nodes); a par_loop may iterate over it. Direct
@@ -222,7 +222,7 @@ impl Subset {
             indices,
             exec_halo,
             parts: Default::default(),
-            complete: Default::default(),
+            complete: false,
         }))
     }
     /// On a distributed set: the members a loop runs, in ascending order: the owned ones, and
@@ -262,7 +262,8 @@ impl Subset {
     pub fn indices(&self) -> &[u32] {
         &self.0.indices
     }
-    /// Number of selected elements.
+    /// Number of selected elements (on a distributed set, this rank's, halo ones included:
+    /// counts do not add up over the ranks).
     pub fn len(&self) -> usize {
         self.0.indices.len()
     }

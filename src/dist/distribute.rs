@@ -518,8 +518,10 @@ impl Distributed {
         let local: Vec<u32> = (0..ids.len() as u32)
             .filter(|&l| member[ids[l as usize] as usize])
             .collect();
-        let s = crate::Subset::new(name, set, &local)?;
-        s.0.complete.set(true);
+        let mut s = crate::Subset::new(name, set, &local)?;
+        std::rc::Rc::get_mut(&mut s.0)
+            .expect("a subset just made has one owner")
+            .complete = true;
         Ok(s)
     }
     /// This rank's part of a declared map (targets in local numbering).

@@ -103,8 +103,23 @@ impl Checkpoint {
     /// is written under a temporary name and renamed into place: killed at any moment, `path`
     /// holds the last complete checkpoint.
     pub fn write(&self, path: impl AsRef<Path>) -> Result<()> {
-        // Tagged before the rendezvous and HDF5's collective calls.
-        self.ctx.agree(Ok(()), "starting to write a checkpoint")?;
+        // Tagged before the rendezvous and HDF5's collective calls. A Dat holding NaN (a
+        // run that diverged) is refused on every rank before anything is written: it would
+        // replace a good checkpoint with one no restart can read.
+        let finite = match self.dats.iter().find_map(|(name, set, dim, dtype, w)| {
+            Some((name, set, dim, super::first_nan(*dtype, w)?))
+        }) {
+            Some((name, set, dim, k)) => Err(Error::Data(format!(
+                "checkpoint: Dat `{name}` holds NaN at element {} (component {}; rank {} of {}): \
+                 the run has diverged; nothing was written",
+                set.global_ids().map_or(k / dim, |g| g[k / dim] as usize),
+                k % dim,
+                self.ctx.rank(),
+                self.ctx.ranks()
+            ))),
+            None => Ok(()),
+        };
+        self.ctx.agree(finite, "starting to write a checkpoint")?;
         let out = self.blocks().and_then(|mesh| {
             super::write_with(path.as_ref(), &mesh, self.step, &self.globals, self.keep)
         });

@@ -122,17 +122,54 @@ pub(crate) fn write_with(
     written
 }
 
+/// The position of the first NaN among float values held as words.
+pub(crate) fn first_nan(dtype: DType, words: &[u32]) -> Option<usize> {
+    match dtype {
+        DType::F32 => words.iter().position(|&w| f32::from_bits(w).is_nan()),
+        DType::F64 => words
+            .chunks_exact(2)
+            .position(|w| f64::from_bits(w[0] as u64 | (w[1] as u64) << 32).is_nan()),
+        DType::U32 | DType::I32 => None,
+    }
+}
+
 /// The name of the `k`-th older file kept beside `path`: `ck.h5` gives `ck.1.h5`, `ck.2.h5`.
 pub fn older(path: &Path, k: usize) -> std::path::PathBuf {
+    let (head, tail) = older_parts(path);
+    path.with_file_name(format!("{head}{k}{tail}"))
+}
+
+/// What an older file's name holds around its number: `ck.` and `.h5`.
+fn older_parts(path: &Path) -> (String, String) {
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy())
         .unwrap_or_default();
-    let name = match path.extension() {
-        Some(ext) => format!("{stem}.{k}.{}", ext.to_string_lossy()),
-        None => format!("{stem}.{k}"),
+    let ext = path
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()));
+    (format!("{stem}."), ext.unwrap_or_default())
+}
+
+/// The numbers of the older files kept beside `path` (see [`older`]), ascending, whatever
+/// gaps a run killed while shifting them left.
+pub(crate) fn kept(path: &Path) -> Vec<usize> {
+    let (head, tail) = older_parts(path);
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
     };
-    path.with_file_name(name)
+    let mut ks: Vec<usize> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            let k = name.strip_prefix(&head)?.strip_suffix(&tail)?;
+            k.parse::<usize>().ok().filter(|&k| k > 0)
+        })
+        .collect();
+    ks.sort_unstable();
+    ks
 }
 
 /// Puts the complete file `tmp` in place of `path`, keeping `keep` files in all. Nothing is
@@ -145,7 +182,13 @@ pub fn older(path: &Path, k: usize) -> std::path::PathBuf {
 fn place(tmp: &Path, path: &Path, keep: usize) -> std::io::Result<()> {
     let previous = if keep >= 2 && path.exists() {
         let p = crate::util::temp_beside(path, &format!("{}-previous", crate::util::temp_id()));
-        std::fs::hard_link(path, &p).or_else(|_| std::fs::copy(path, &p).map(|_| ()))?;
+        // A name left by a killed run with the same process id is replaced, never copied
+        // onto (it may be a second name of `path` itself).
+        let _ = std::fs::remove_file(&p);
+        std::fs::hard_link(path, &p).or_else(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => Err(e),
+            _ => std::fs::copy(path, &p).map(|_| ()),
+        })?;
         Some(p)
     } else {
         None

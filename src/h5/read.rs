@@ -60,17 +60,24 @@ impl MeshFile {
         let path = path.as_ref();
         // The highest number kept beside `path`, as rank 0 finds it (a gap left by a run
         // killed while shifting them does not end the search).
-        let mut last = [0u32];
-        if ctx.rank() == 0 {
-            last[0] = (1..=u32::MAX)
-                .take_while(|&k| (k..k + 8).any(|j| super::older(path, j as usize).exists()))
-                .last()
-                .map_or(0, |k| k + 7);
-        }
+        // The numbers rank 0 finds, for every rank: their count, then the list.
+        let found = if ctx.rank() == 0 {
+            super::kept(path)
+        } else {
+            Vec::new()
+        };
+        let mut count = [found.len() as u32];
         ctx.comm()
-            .broadcast(&mut last, "looking for older checkpoints");
+            .broadcast(&mut count, "counting the older checkpoints");
+        let mut ks: Vec<u32> = found
+            .iter()
+            .map(|&k| k.min(u32::MAX as usize) as u32)
+            .collect();
+        ks.resize(count[0] as usize, 0);
+        ctx.comm()
+            .broadcast(&mut ks, "listing the older checkpoints");
         let mut why = Vec::new();
-        for k in 0..=last[0] as usize {
+        for k in std::iter::once(0).chain(ks.iter().map(|&k| k as usize)) {
             let p = if k == 0 {
                 path.to_path_buf()
             } else {
@@ -398,17 +405,6 @@ fn read_contents(ctx: &Context, path: &Path, file: &hdf5::File) -> Result<Raw> {
     })
 }
 
-/// The position of the first NaN among float values held as words.
-fn first_nan(dtype: DType, words: &[u32]) -> Option<usize> {
-    match dtype {
-        DType::F32 => words.iter().position(|&w| f32::from_bits(w).is_nan()),
-        DType::F64 => words
-            .chunks_exact(2)
-            .position(|w| f64::from_bits(w[0] as u64 | (w[1] as u64) << 32).is_nan()),
-        DType::U32 | DType::I32 => None,
-    }
-}
-
 /// The BlockMesh of what this rank read, each map's rows checked.
 fn build(ctx: &Context, path: &Path, raw: Raw) -> Result<MeshFile> {
     let mut mesh = BlockMesh::new(ctx);
@@ -420,7 +416,7 @@ fn build(ctx: &Context, path: &Path, raw: Raw) -> Result<MeshFile> {
     }
     for (name, set, dim, dtype, words) in raw.dats {
         let first = mesh.range(find(&set)).start;
-        if let Some(k) = first_nan(dtype, &words) {
+        if let Some(k) = super::first_nan(dtype, &words) {
             return Err(Error::Data(format!(
                 "{}: Dat `{name}` holds NaN at element {} (component {}; rank {} of {}): the \
                  run that wrote it had diverged; restart from an earlier checkpoint",
