@@ -8,15 +8,18 @@
 //! square (`--n` squares per side); that mode decays as exp(-2 pi^2 t) (backward Euler:
 //! (1 + 2 pi^2 dt)^-steps). `--mesh FILE.msh` runs on your own mesh of triangles (from
 //! u = 1 + cos(pi x) cos(pi y) all the same). Prints the heat, the energy and the mode's
-//! amplitude per step; `--every k` writes u for ParaView (out/heat/).
+//! amplitude per step; `--every k` writes u for ParaView (out/heat/heat.pvd).
+//!
+//! The same program runs on N ranks: `mpirun -np 3 target/release/examples/heat` (built with
+//! `--features mpi`) prints the same table.
 
 use clap::Parser;
 use parloop::apps::poisson::assemble_scaled;
 use parloop::linalg::{SolveOptions, cg};
+use parloop::mesh::pvtu::{PartField, PartSeries};
 use parloop::mesh::topology::MeshData;
-use parloop::mesh::vtk::{Field, write_vtu};
 use parloop::mesh::{CellType, Mesh, gmsh, unit_square};
-use parloop::{Context, Error, Kernel, Real, Result};
+use parloop::{Context, Dat, Error, Kernel, Real, Result};
 use std::f64::consts::PI;
 use std::path::PathBuf;
 
@@ -64,15 +67,16 @@ pub struct History {
     pub u: Vec<f64>,
 }
 
-/// `steps` backward-Euler steps of length `dt` on `mesh`, in `T`; `write(step, u)` is called
-/// with the host's copy of u every `every` steps (0: never).
+/// `steps` backward-Euler steps of length `dt` on `mesh`, in `T`; `write(step, md, u)` is
+/// called every `every` steps (0: never). The same on one process and on N ranks; `History::u`
+/// is the final u in the mesh's numbering on rank 0 (empty on the others).
 pub fn run<T: Real>(
     ctx: &Context,
     mesh: &Mesh,
     dt: f64,
     steps: usize,
     every: usize,
-    write: &mut dyn FnMut(usize, &[f64]) -> Result<()>,
+    write: &mut dyn FnMut(usize, &MeshData, &Dat<T>) -> Result<()>,
 ) -> Result<History> {
     if mesh.cell_type != CellType::Triangle {
         return Err(Error::Usage(format!(
@@ -87,23 +91,13 @@ pub fn run<T: Real>(
     }
     let md = MeshData::new(ctx, mesh)?;
     let x = md.coords_as::<T>(ctx)?;
-    let ones = vec![T::from_f64(1.0); mesh.nvertices()];
-    let one = ctx.dat("one", &md.vertices, 1, &ones)?;
+    let one = ctx.dat_zeros::<T>("one", &md.vertices, 1)?;
+    ctx.fill(&one, T::from_f64(1.0))?;
     // A = M + dt K; the load of f = 1 is the lumped mass M's diagonal.
     let (a, m) = assemble_scaled::<T>(ctx, "M + dt K", &md.cell_vertices, &x, &one, [1.0, dt])?;
     let diagonal = a.diagonal(ctx)?;
-    let mode: Vec<T> = mesh
-        .coords
-        .iter()
-        .map(|&c| T::from_f64((PI * c[0]).cos() * (PI * c[1]).cos()))
-        .collect();
-    let mode = ctx.dat("mode", &md.vertices, 1, &mode)?;
-    let u0: Vec<T> = mesh
-        .coords
-        .iter()
-        .map(|&c| T::from_f64(initial(c)))
-        .collect();
-    let u = ctx.dat("u", &md.vertices, 1, &u0)?;
+    let mode = md.interpolate::<T>(ctx, "mode", |c| (PI * c[0]).cos() * (PI * c[1]).cos())?;
+    let u = md.interpolate::<T>(ctx, "u", initial)?;
     let b = ctx.dat_zeros::<T>("M u", &md.vertices, 1)?;
     let t = T::DTYPE;
     let times = Kernel::new(
@@ -141,8 +135,7 @@ pub fn run<T: Real>(
         h.energy.push(energy.value()?[0].to_f64());
         h.amplitude.push(amplitude.value()?[0].to_f64() / mode_norm);
         if every > 0 && step % every == 0 {
-            let host: Vec<f64> = u.data_ro()?.iter().map(|v| v.to_f64()).collect();
-            write(step, &host)?;
+            write(step, &md, &u)?;
         }
         if step == steps {
             break;
@@ -151,7 +144,8 @@ pub fn run<T: Real>(
         let report = cg(ctx, &a, &b, &u, Some(&diagonal), &opts)?;
         h.iterations.push(report.iterations);
     }
-    h.u = u.data_ro()?.iter().map(|v| v.to_f64()).collect();
+    let gathered = u.gather()?.unwrap_or_default();
+    h.u = gathered.iter().map(|v| v.to_f64()).collect();
     Ok(h)
 }
 
@@ -167,34 +161,35 @@ fn run_main(a: Args) -> std::result::Result<(), Box<dyn std::error::Error>> {
         Some(p) => gmsh::read_file(p)?,
         None => unit_square(a.n),
     };
-    // --profile adds the table; PARLOOP_PROFILE=table asks for it as well.
+    // --profile adds the table; PARLOOP_PROFILE=table asks for it as well. Under mpirun the
+    // Context is one rank of MPI's world, and MeshData gives each rank its part of the mesh.
     let env = parloop::Config::from_env()?;
     let ctx = Context::with_config(parloop::Config {
         profile_table: a.profile || env.profile_table,
         ..env
     })?;
-    println!(
-        "{} triangles, {} vertices, {}, dt {}; adapter {}",
-        mesh.ncells(),
-        mesh.nvertices(),
-        a.precision,
-        a.dt,
-        ctx.adapter()
-    );
-    std::fs::create_dir_all(&a.output)?;
-    let out = a.output.clone();
-    let mut write = |step: usize, u: &[f64]| -> Result<()> {
-        let path = out.join(format!("heat_{step:05}.vtu"));
-        write_vtu(&path, &mesh, &[Field::vertices("u", u)])
-            .map_err(|e| Error::Usage(format!("writing {}: {e}", path.display())))
-    };
+    let root = ctx.rank() == 0; // every rank computes; rank 0 prints
+    if root {
+        println!(
+            "{} triangles, {} vertices, {}, dt {}, {} rank(s); adapter {}",
+            mesh.ncells(),
+            mesh.nvertices(),
+            a.precision,
+            a.dt,
+            ctx.ranks(),
+            ctx.adapter()
+        );
+    }
     let t0 = std::time::Instant::now();
     let h = match a.precision.as_str() {
-        "f32" => run::<f32>(&ctx, &mesh, a.dt, a.steps, a.every, &mut write)?,
-        "f64" => run::<f64>(&ctx, &mesh, a.dt, a.steps, a.every, &mut write)?,
+        "f32" => run_with_frames::<f32>(&ctx, &a, &mesh)?,
+        "f64" => run_with_frames::<f64>(&ctx, &a, &mesh)?,
         p => return Err(format!("--precision {p}: give f32 or f64").into()),
     };
     let secs = t0.elapsed().as_secs_f64();
+    if !root {
+        return Ok(());
+    }
     println!("step | heat | energy | mode amplitude | backward Euler's | CG iterations");
     for s in 0..=a.steps {
         let be = (1.0 + 2.0 * PI * PI * a.dt).powi(-(s as i32));
@@ -211,7 +206,28 @@ fn run_main(a: Args) -> std::result::Result<(), Box<dyn std::error::Error>> {
         h.iterations.iter().sum::<usize>()
     );
     if a.every > 0 {
-        println!("ParaView: {}", a.output.join("heat_*.vtu").display());
+        println!("ParaView: {}", a.output.join("heat.pvd").display());
     }
     Ok(())
+}
+
+/// [`run`] writing u every `--every` steps in pieces (heat.pvd lists the frames).
+fn run_with_frames<T: Real>(ctx: &Context, a: &Args, mesh: &Mesh) -> Result<History> {
+    let mut frames = (a.every > 0)
+        .then(|| PartSeries::new(ctx, &a.output, "heat"))
+        .transpose()?;
+    let mut write = |step: usize, md: &MeshData, u: &Dat<T>| -> Result<()> {
+        let Some(f) = frames.as_mut() else {
+            return Ok(());
+        };
+        let field = [PartField::vertices(u)?];
+        f.write(
+            step as f64 * a.dt,
+            &md.cell_vertices,
+            md.cell_type,
+            &md.coords,
+            &field,
+        )
+    };
+    run::<T>(ctx, mesh, a.dt, a.steps, a.every, &mut write)
 }

@@ -6,16 +6,21 @@
 //! error; `--mesh FILE.msh` solves it on your own mesh of triangles, with u given on the
 //! boundary facets of `--dirichlet GROUP` (default: the whole boundary) and its normal
 //! derivative (a Neumann condition) on the rest. `--precision f64` runs
-//! in double precision (an adapter with f64). u and its error go to out/poisson/ for ParaView.
+//! in double precision (an adapter with f64). u and its error go to out/poisson/poisson.pvd for
+//! ParaView.
+//!
+//! The same program runs on N ranks: `mpirun -np 3 target/release/examples/poisson` (built
+//! with `--features mpi`). `MeshData::new` partitions the mesh and gives each rank its part;
+//! the assembly, the Dirichlet condition, CG and the error norm are par_loops and reductions,
+//! and the output is written in pieces.
 
 use clap::Parser;
 use parloop::apps::poisson::assemble;
-use parloop::linalg::{SolveOptions, SolveReport, cg};
-use parloop::mesh::geometry::facet_geometry;
+use parloop::linalg::{Dirichlet, SolveOptions, SolveReport, cg};
+use parloop::mesh::pvtu::{PartField, PartSeries};
 use parloop::mesh::topology::MeshData;
-use parloop::mesh::vtk::{Field, write_vtu};
 use parloop::mesh::{CellType, Mesh, gmsh, unit_square};
-use parloop::{Context, Error, Kernel, Real, Result};
+use parloop::{Context, Dat, Error, IterSpace, Kernel, Real, Result};
 use std::f64::consts::PI;
 use std::path::PathBuf;
 
@@ -40,7 +45,7 @@ struct Args {
     /// Relative residual at which CG stops.
     #[arg(long, default_value_t = 1e-6)]
     rtol: f64,
-    /// Directory for the ParaView file (poisson.vtu).
+    /// Directory for the ParaView files (poisson.pvd).
     #[arg(long, default_value = "out/poisson")]
     output: PathBuf,
 }
@@ -51,7 +56,7 @@ pub fn exact(x: [f64; 3]) -> f64 {
 }
 
 /// Its source term, -div(grad u).
-pub fn source(x: [f64; 3]) -> f64 {
+pub fn source_term(x: [f64; 3]) -> f64 {
     2.0 * PI * PI * exact(x)
 }
 
@@ -62,44 +67,63 @@ pub fn gradient(x: [f64; 3]) -> [f64; 2] {
     [PI * cx * sy, PI * sx * cy]
 }
 
-/// What a solve gives: u on the vertices, the CG report, the discrete L2 error, and what the
-/// solve cost per CG iteration: submissions, readbacks, uploads and dispatches.
-pub struct Solution {
-    pub u: Vec<f64>,
+/// What a solve gives: u and its error on the vertices, the mesh they live on, the CG report,
+/// the discrete L2 error, and what the solve cost per CG iteration: submissions, readbacks,
+/// uploads and dispatches.
+pub struct Solution<T: Real> {
+    pub md: MeshData,
+    pub u: Dat<T>,
+    pub error: Dat<T>,
     pub report: SolveReport,
     pub l2_error: f64,
     pub per_iteration: [f64; 4],
 }
 
-/// The boundary facets of group `dirichlet` (all of them if None), as indices of
-/// `md.boundary`.
-fn dirichlet_facets(md: &MeshData, dirichlet: Option<&str>) -> Result<Vec<u32>> {
-    match dirichlet {
-        None => Ok((0..md.boundary.size() as u32).collect()),
-        Some(name) => {
-            let g = md
-                .groups
-                .iter()
-                .find(|g| g.name() == name && g.set().id() == md.boundary.id())
-                .ok_or_else(|| {
-                    let names: Vec<&str> = md.groups.iter().map(|g| g.name()).collect();
-                    Error::Usage(format!(
-                        "no group of boundary facets named `{name}` for the Dirichlet \
-                         condition; the mesh's groups: {names:?}"
-                    ))
-                })?;
-            Ok(g.indices().to_vec())
+/// The boundary facets where u is given: the group `dirichlet` of them, or all of them.
+fn dirichlet_facets<'a>(md: &'a MeshData, dirichlet: Option<&str>) -> Result<IterSpace> {
+    let Some(name) = dirichlet else {
+        return Ok((&md.boundary).into());
+    };
+    let on_boundary = |g: &&parloop::Subset| g.name() == name && g.set().id() == md.boundary.id();
+    match md.groups.iter().find(on_boundary) {
+        Some(g) => Ok(g.into()),
+        None => {
+            let names: Vec<&str> = md.groups.iter().map(|g| g.name()).collect();
+            Err(Error::Usage(format!(
+                "no group of boundary facets named `{name}` for the Dirichlet condition; the \
+                 mesh's groups: {names:?}"
+            )))
         }
     }
 }
 
-/// Solves the manufactured problem on `mesh` in `T`, u = exact on the Dirichlet vertices.
+/// Kernels on the vertices and boundary facets (`T` is the precision).
+const KERNELS: &str = "
+fn neumann(g: ptr<function, array<T, 1>>, b: ptr<function, array<T, 2>>) {
+    (*b)[0] += (*g)[0]; (*b)[1] += (*g)[0];
+}
+fn lumped_mass(area: ptr<function, array<T, 1>>, m: ptr<function, array<T, 3>>) {
+    for (var i = 0u; i < 3u; i++) { (*m)[i] += (*area)[0] / 3.0; }
+}
+fn unused(m: ptr<function, array<T, 1>>, fixed: ptr<function, array<T, 1>>) {
+    if ((*m)[0] == T(0)) { (*fixed)[0] = T(1); }
+}
+fn error(u: ptr<function, array<T, 1>>, exact: ptr<function, array<T, 1>>,
+         m: ptr<function, array<T, 1>>, e: ptr<function, array<T, 1>>,
+         sum: ptr<function, array<T, 1>>) {
+    (*e)[0] = (*u)[0] - (*exact)[0];
+    (*sum)[0] += (*e)[0] * (*e)[0] * (*m)[0];
+}
+";
+
+/// Solves the manufactured problem on `mesh` in `T`, u = exact on the Dirichlet facets' vertices.
+/// The same on one process and on N ranks (each solves its part of the mesh).
 pub fn solve<T: Real>(
     ctx: &Context,
     mesh: &Mesh,
     dirichlet: Option<&str>,
     opts: &SolveOptions,
-) -> Result<Solution> {
+) -> Result<Solution<T>> {
     if mesh.cell_type != CellType::Triangle {
         return Err(Error::Usage(format!(
             "the Poisson example runs on triangles; this mesh has {} cells",
@@ -107,74 +131,56 @@ pub fn solve<T: Real>(
         )));
     }
     let md = MeshData::new(ctx, mesh)?;
-    let cv = &md.cell_vertices;
-    let values = |f: &dyn Fn([f64; 3]) -> f64| -> Vec<T> {
-        mesh.coords.iter().map(|&x| T::from_f64(f(x))).collect()
+    let on_dirichlet = dirichlet_facets(&md, dirichlet)?;
+    let source = T::DTYPE.to_string();
+    let k = |name: &str| {
+        Kernel::new(
+            name,
+            KERNELS
+                .replace("T(", &format!("{source}("))
+                .replace("<T,", &format!("<{source},")),
+        )
     };
     let x = md.coords_as::<T>(ctx)?;
-    let f = ctx.dat("f", &md.vertices, 1, &values(&source))?;
-    let (a, mut b) = assemble::<T>(ctx, "A", cv, &x, &f)?;
-    // Neumann data on the other boundary facets: b_i += |f| / 2 grad(u) . n at the facet's
-    // midpoint, for both its vertices.
-    let on_dirichlet = dirichlet_facets(&md, dirichlet)?;
-    let mut flux = vec![T::default(); md.boundary.size()];
-    if on_dirichlet.len() < md.boundary.size() {
-        let g = facet_geometry(ctx, mesh.cell_type, &md.boundary_vertices, &x)?;
-        let (n, c, m) = (
-            g.normal.data_ro()?,
-            g.centroid.data_ro()?,
-            g.measure.data_ro()?,
-        );
-        for (f, v) in flux.iter_mut().enumerate() {
-            let at = [c[2 * f].to_f64(), c[2 * f + 1].to_f64(), 0.0];
-            let [gx, gy] = gradient(at);
-            let gn = gx * n[2 * f].to_f64() + gy * n[2 * f + 1].to_f64();
-            *v = T::from_f64(gn * m[f].to_f64() / 2.0);
-        }
-        for &f in &on_dirichlet {
-            flux[f as usize] = T::default();
-        }
-        let flux = ctx.dat("neumann", &md.boundary, 1, &flux)?;
-        let t = T::DTYPE;
-        let k = Kernel::new(
-            "neumann",
-            format!(
-                "fn neumann(g: ptr<function, array<{t}, 1>>, b: ptr<function, array<{t}, 2>>) {{
-                    (*b)[0] += (*g)[0]; (*b)[1] += (*g)[0];
-                }}"
-            ),
-        );
-        let args = [flux.read(), b.all(&md.boundary_vertices).inc()];
-        ctx.par_loop(&k, &md.boundary, &args)?;
-    }
-    // Dirichlet rows: 1 on the diagonal, u's value in b and in the initial guess, so CG works
-    // on the other unknowns (their residual alone is nonzero) and the system stays symmetric
-    // there. A vertex in no cell (Gmsh keeps points such as a circle's centre) is fixed at 0.
-    let bv = md.boundary_vertices.values();
-    let mut fixed: Vec<u32> = on_dirichlet
-        .iter()
-        .flat_map(|&f| bv[2 * f as usize..2 * f as usize + 2].iter().copied())
+    let f = md.interpolate::<T>(ctx, "f", source_term)?;
+    let g = md.interpolate::<T>(ctx, "exact", exact)?;
+    let (a, b) = assemble::<T>(ctx, "A", &md.cell_vertices, &x, &f)?;
+    // Neumann data on the boundary facets outside the Dirichlet group: b_i += |f| / 2
+    // grad(u) . n at the facet's midpoint, for both its vertices (0 on the Dirichlet facets,
+    // whose rows the condition replaces).
+    let geometry = md.geometry(ctx, &x)?;
+    let fb = &geometry.boundary;
+    let (n, c, m) = (
+        fb.normal.data_ro()?,
+        fb.centroid.data_ro()?,
+        fb.measure.data_ro()?,
+    );
+    let flux: Vec<T> = (0..m.len())
+        .map(|f| {
+            let [gx, gy] = gradient([c[2 * f].to_f64(), c[2 * f + 1].to_f64(), 0.0]);
+            T::from_f64((gx * n[2 * f].to_f64() + gy * n[2 * f + 1].to_f64()) * m[f].to_f64() / 2.0)
+        })
         .collect();
-    let mut in_cell = vec![false; mesh.nvertices()];
-    mesh.cells.iter().for_each(|&v| in_cell[v as usize] = true);
-    let orphans: Vec<u32> = (0..mesh.nvertices() as u32)
-        .filter(|&v| !in_cell[v as usize])
-        .collect();
-    fixed.extend(&orphans);
-    fixed.sort_unstable();
-    fixed.dedup();
-    a.zero_rows(ctx, &fixed, T::from_f64(1.0))?;
-    let mut g = values(&exact);
-    orphans.iter().for_each(|&v| g[v as usize] = T::default());
-    let mut u0 = vec![T::default(); mesh.nvertices()];
-    {
-        let mut bv = b.data()?;
-        for &v in &fixed {
-            bv[v as usize] = g[v as usize];
-            u0[v as usize] = g[v as usize];
-        }
-    }
-    let u = ctx.dat("u", &md.vertices, 1, &u0)?;
+    let flux = ctx.dat("neumann", &md.boundary, 1, &flux)?;
+    ctx.par_loop(
+        &k("neumann"),
+        &md.boundary,
+        &[flux.read(), b.all(&md.boundary_vertices).inc()],
+    )?;
+    // The lumped mass (a third of each cell's area per vertex), for the L2 error.
+    let mass = ctx.dat_zeros::<T>("lumped mass", &md.vertices, 1)?;
+    let cv = &md.cell_vertices;
+    ctx.par_loop(
+        &k("lumped_mass"),
+        &md.cells,
+        &[geometry.cells.measure.read(), mass.all(cv).inc()],
+    )?;
+    // u = exact on the Dirichlet facets' vertices, and on any vertex in no cell (Gmsh keeps
+    // points such as a circle's centre), whose row is empty.
+    let bc = Dirichlet::on_facets(ctx, on_dirichlet, &md.boundary_vertices)?;
+    ctx.par_loop(&k("unused"), &md.vertices, &[mass.read(), bc.mask.rw()])?;
+    let u = ctx.dat_zeros::<T>("u", &md.vertices, 1)?;
+    bc.apply(ctx, &a, &b, &u, &g)?;
     let diagonal = a.diagonal(ctx)?;
     ctx.upload(&diagonal)?; // the assembly and the set-up run here, not in the solve's count
     let before = ctx.stats();
@@ -187,19 +193,16 @@ pub fn solve<T: Real>(
         per(after.uploads, before.uploads),
         per(after.dispatches, before.dispatches),
     ];
-    let u: Vec<f64> = u.data_ro()?.iter().map(|v| v.to_f64()).collect();
-    // The discrete L2 error with the lumped mass (a third of each cell's area per vertex).
-    let mut mass = vec![0.0; mesh.nvertices()];
-    for c in 0..mesh.ncells() {
-        let a = mesh.signed_measure(c).unwrap_or(0.0).abs() / 3.0;
-        mesh.cell(c).iter().for_each(|&v| mass[v as usize] += a);
-    }
-    let l2_error = (0..mesh.nvertices())
-        .map(|v| (u[v] - exact(mesh.coords[v])).powi(2) * mass[v])
-        .sum::<f64>()
-        .sqrt();
+    // The discrete L2 error with the lumped mass, and the error itself for ParaView.
+    let error = ctx.dat_zeros::<T>("error", &md.vertices, 1)?;
+    let sum = ctx.global("L2 error squared", &[T::default()])?;
+    let args = [u.read(), g.read(), mass.read(), error.write(), sum.inc()];
+    ctx.par_loop(&k("error"), &md.vertices, &args)?;
+    let l2_error = sum.value()?[0].to_f64().sqrt();
     Ok(Solution {
+        md,
         u,
+        error,
         report,
         l2_error,
         per_iteration,
@@ -218,35 +221,60 @@ fn run_main(a: Args) -> std::result::Result<(), Box<dyn std::error::Error>> {
         Some(p) => gmsh::read_file(p)?,
         None => unit_square(a.n),
     };
-    // --profile adds the table; PARLOOP_PROFILE=table asks for it as well.
+    // --profile adds the table; PARLOOP_PROFILE=table asks for it as well. Under mpirun the
+    // Context is one rank of MPI's world, and MeshData gives each rank its part of the mesh.
     let env = parloop::Config::from_env()?;
     let ctx = Context::with_config(parloop::Config {
         profile_table: a.profile || env.profile_table,
         ..env
     })?;
-    println!(
-        "{} triangles, {} vertices, {}; adapter {}",
-        mesh.ncells(),
-        mesh.nvertices(),
-        a.precision,
-        ctx.adapter()
-    );
+    if ctx.rank() == 0 {
+        println!(
+            "{} triangles, {} vertices, {}, {} rank(s); adapter {}",
+            mesh.ncells(),
+            mesh.nvertices(),
+            a.precision,
+            ctx.ranks(),
+            ctx.adapter()
+        );
+    }
+    match a.precision.as_str() {
+        "f32" => run::<f32>(&ctx, &a, &mesh),
+        "f64" => run::<f64>(&ctx, &a, &mesh),
+        p => Err(format!("--precision {p}: give f32 or f64").into()),
+    }
+}
+
+/// Solves, reports (rank 0 prints what every rank computed) and writes u and its error.
+fn run<T: Real>(
+    ctx: &Context,
+    a: &Args,
+    mesh: &Mesh,
+) -> std::result::Result<(), Box<dyn std::error::Error>> {
     let opts = SolveOptions {
         rtol: a.rtol,
         ..SolveOptions::default()
     };
     let t = std::time::Instant::now();
-    let dirichlet = a.dirichlet.as_deref();
-    let s = match a.precision.as_str() {
-        "f32" => solve::<f32>(&ctx, &mesh, dirichlet, &opts)?,
-        "f64" => solve::<f64>(&ctx, &mesh, dirichlet, &opts)?,
-        p => return Err(format!("--precision {p}: give f32 or f64").into()),
-    };
+    let s = solve::<T>(ctx, mesh, a.dirichlet.as_deref(), &opts)?;
     let secs = t.elapsed().as_secs_f64();
+    // Every rank writes its piece; rank 0 the .pvtu and the .pvd ParaView opens.
+    let mut frames = PartSeries::new(ctx, &a.output, "poisson")?;
+    let fields = [PartField::vertices(&s.u)?, PartField::vertices(&s.error)?];
+    frames.write(
+        0.0,
+        &s.md.cell_vertices,
+        mesh.cell_type,
+        &s.md.coords,
+        &fields,
+    )?;
+    if ctx.rank() != 0 {
+        return Ok(());
+    }
     let last = s.report.residuals.last().map_or(0.0, |r| r.1);
     println!(
         "CG: {} iterations to a relative residual of {last:.2e} in {secs:.2} s (assembly \
-         included); L2 error {:.3e}",
+         included); L2 error {:.6e}",
         s.report.iterations, s.l2_error
     );
     let [sub, rb, up, disp] = s.per_iteration;
@@ -255,16 +283,6 @@ fn run_main(a: Args) -> std::result::Result<(), Box<dyn std::error::Error>> {
          dispatches (the residual is read every {} iterations)",
         opts.check_every
     );
-    let err: Vec<f64> = (0..mesh.nvertices())
-        .map(|v| s.u[v] - exact(mesh.coords[v]))
-        .collect();
-    std::fs::create_dir_all(&a.output)?;
-    let path = a.output.join("poisson.vtu");
-    write_vtu(
-        &path,
-        &mesh,
-        &[Field::vertices("u", &s.u), Field::vertices("error", &err)],
-    )?;
-    println!("ParaView: {}", path.display());
+    println!("ParaView: {}", frames.pvd_path().display());
     Ok(())
 }

@@ -2,7 +2,7 @@
 //!
 //! `cargo run --release --example wave` runs 2,000 steps on the 100 x 100 mesh and writes a few
 //! frames to out/wave/; `--t-end 10` runs the seed's full 10,001 steps. `--mesh FILE.msh` runs
-//! on a Gmsh mesh: triangles in 2-D, or tetrahedra in 3-D (one process).
+//! on a Gmsh mesh: triangles in 2-D, or tetrahedra in 3-D.
 //!
 //! On N ranks (built with `--features mpi`): `mpirun -np N target/release/examples/wave`. The
 //! cells are partitioned with METIS; every rank writes its piece of each frame (wave.pvd lists
@@ -20,7 +20,7 @@ use parloop::apps::wave::{Wave, reference};
 use parloop::mesh::{
     CellType, Mesh,
     pvtu::{PartField, PartSeries},
-    unit_square,
+    unit_cube_tets, unit_square,
 };
 use parloop::{Config, Context, Result};
 use std::path::PathBuf;
@@ -71,10 +71,13 @@ struct Args {
     /// Print `checksum: <sum of |p|>` at the end (what the browser test compares).
     #[arg(long)]
     checksum: bool,
-    /// Run on this Gmsh mesh (.msh 4.1 or 2.2) of triangles, or of tetrahedra (the 3-D wave,
-    /// on one process), instead of the unit square.
+    /// Run on this Gmsh mesh (.msh 4.1 or 2.2) of triangles, or of tetrahedra (the 3-D wave),
+    /// instead of the unit square.
     #[arg(long)]
     mesh: Option<PathBuf>,
+    /// Run the 3-D wave on the unit cube of 6 c^3 tetrahedra instead of the unit square.
+    #[arg(long)]
+    cube: Option<usize>,
     /// Run on this parloop mesh file or checkpoint (HDF5; `parloop convert` writes one from a
     /// Gmsh mesh): every rank reads only its blocks, PT-Scotch partitions the cells in parallel
     /// (with the `ptscotch` feature; else blocks), and no rank ever holds the whole mesh.
@@ -138,7 +141,10 @@ fn mesh(a: &Args) -> Result<(Mesh, String)> {
             }
             Ok((m, path.display().to_string()))
         }
-        None => Ok((unit_square(a.n), format!("{} x {} unit square", a.n, a.n))),
+        None => match a.cube {
+            Some(c) => Ok((unit_cube_tets(c), format!("{c} x {c} x {c} unit cube"))),
+            None => Ok((unit_square(a.n), format!("{} x {} unit square", a.n, a.n))),
+        },
     }
 }
 
@@ -188,25 +194,10 @@ fn run_on(a: &Args, steps: u64, mesh: Option<Mesh>, described: String) -> Result
         ..env
     };
     let (lazy, fusion) = (env.lazy, env.fusion);
-    let comm = parloop::dist::Comm::from_launcher()?;
-    let root = comm.rank() == 0;
-    let ctx = Context::with_comm(env, &comm)?;
+    let ctx = Context::with_config(env)?;
+    let root = ctx.rank() == 0;
     let (mut w, described) = match mesh {
-        Some(mesh) => {
-            if mesh.cell_type == CellType::Tetrahedron && comm.size() > 1 {
-                return Err(parloop::Error::Usage(
-                    "--mesh with tetrahedra runs on one process (the 3-D wave is not run \
-                     distributed by this example)"
-                        .into(),
-                ));
-            }
-            let w = if comm.size() > 1 {
-                Wave::distributed(&ctx, mesh, a.dt as f32, parloop::dist::Partitioner::KWay)?
-            } else {
-                Wave::on_mesh(&ctx, mesh, a.dt as f32)?
-            };
-            (w, described)
-        }
+        Some(mesh) => (Wave::on_mesh(&ctx, mesh, a.dt as f32)?, described),
         None => from_file(a, &ctx)?,
     };
     let e0 = w.energy()?;
@@ -252,13 +243,13 @@ fn run_on(a: &Args, steps: u64, mesh: Option<Mesh>, described: String) -> Result
     let after = ctx.stats();
     let e1 = w.energy()?;
     let per_step = |x: u64| x as f64 / steps as f64;
-    if comm.size() > 1 {
+    if ctx.ranks() > 1 {
         let v = w.vertices.sections();
         eprintln!(
             "rank {} of {}: vertices {} owned + {} halo, cells {} owned + {} exec halo; per \
              step: {}",
-            comm.rank(),
-            comm.size(),
+            ctx.rank(),
+            ctx.ranks(),
             v.core + v.owned,
             v.exec_halo + v.nonexec_halo,
             w.cells.size(),

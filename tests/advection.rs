@@ -112,7 +112,7 @@ fn the_example_matches_the_scheme_in_plain_rust() {
         steps: 150,
         inlet: "inlet".into(),
     };
-    let o = solve(&ctx, &mesh, &p, |_, _, _| Ok(())).unwrap();
+    let o = solve(&ctx, &mesh, &p, |_, _, _, _| Ok(())).unwrap();
     let (stable, c, outflow) = reference(&mesh, &p, o.dt as f64);
     assert!(
         ((o.dt as f64 - stable) / stable).abs() < 1e-5,
@@ -155,7 +155,7 @@ fn bad_meshes_and_problems_are_refused() {
         steps: 1,
         inlet: "entry".into(),
     };
-    let e = solve(&ctx, &channel(), &p, |_, _, _| Ok(()))
+    let e = solve(&ctx, &channel(), &p, |_, _, _, _| Ok(()))
         .err()
         .expect("refused")
         .to_string();
@@ -168,7 +168,7 @@ fn bad_meshes_and_problems_are_refused() {
         inlet: "inlet".into(),
         ..p
     };
-    let e = solve(&ctx, &channel(), &still, |_, _, _| Ok(()))
+    let e = solve(&ctx, &channel(), &still, |_, _, _, _| Ok(()))
         .err()
         .expect("refused")
         .to_string();
@@ -179,7 +179,7 @@ fn bad_meshes_and_problems_are_refused() {
         inlet: "inlet".into(),
         steps: 1,
     };
-    let e = solve(&ctx, &channel(), &fast, |_, _, _| Ok(()))
+    let e = solve(&ctx, &channel(), &fast, |_, _, _, _| Ok(()))
         .err()
         .expect("refused")
         .to_string();
@@ -190,7 +190,7 @@ fn bad_meshes_and_problems_are_refused() {
         steps: 1,
         inlet: "inlet".into(),
     };
-    let e = solve(&ctx, &unit_cube_tets(1), &p, |_, _, _| Ok(()))
+    let e = solve(&ctx, &unit_cube_tets(1), &p, |_, _, _, _| Ok(()))
         .err()
         .expect("refused")
         .to_string();

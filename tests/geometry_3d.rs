@@ -184,3 +184,57 @@ fn trilinear_hexahedra_sum_to_the_box() {
         );
     }
 }
+
+/// The P1 basis gradients reproduce the gradient of any linear function exactly (sum over a
+/// cell's vertices of u(x_i) grad(phi_i) = grad u), on jittered triangles and on tetrahedra of
+/// both orientations; their sum is zero; quadrilaterals are refused.
+#[test]
+fn p1_basis_gradients_reproduce_linear_functions() {
+    let ctx = ctx();
+    let mut square = parloop::mesh::unit_square(5);
+    let mut rng = Rng::new(7);
+    for c in square.coords.iter_mut() {
+        if c[0] > 0.0 && c[0] < 1.0 && c[1] > 0.0 && c[1] < 1.0 {
+            c[0] += 0.05 * (rng.unit() - 0.5);
+            c[1] += 0.05 * (rng.unit() - 0.5);
+        }
+    }
+    for mesh in [square, unit_cube_tets(2)] {
+        let d = mesh.dim();
+        let slope = [0.7, -1.3, 2.1];
+        let md = MeshData::new(&ctx, &mesh).unwrap();
+        let g = md.p1_gradients(&ctx, &md.coords).unwrap();
+        let g = g.data_ro().unwrap();
+        let nv = mesh.cell_type.vertices();
+        let cells = md.cell_vertices.values();
+        for c in 0..mesh.ncells() {
+            for k in 0..d {
+                let (mut du, mut sum) = (0.0f64, 0.0f64);
+                for i in 0..nv {
+                    let x = mesh.coords[cells[c * nv + i] as usize];
+                    let u: f64 = (0..d).map(|j| slope[j] * x[j]).sum::<f64>() + 0.4;
+                    let gi = g[c * nv * d + i * d + k] as f64;
+                    du += u * gi;
+                    sum += gi;
+                }
+                assert!((du - slope[k]).abs() < 1e-4, "cell {c}, d/dx{k}: {du}");
+                assert!(sum.abs() < 1e-3, "cell {c}: the gradients sum to {sum}");
+            }
+        }
+    }
+    let quads = Mesh {
+        coords: vec![
+            [0.0, 0.0, 0.0],
+            [1.0, 0.0, 0.0],
+            [1.0, 1.0, 0.0],
+            [0.0, 1.0, 0.0],
+        ],
+        cell_type: CellType::Quadrilateral,
+        cells: vec![0, 1, 2, 3],
+        facets: Vec::new(),
+        groups: Vec::new(),
+    };
+    let md = MeshData::new(&ctx, &quads).unwrap();
+    let e = md.p1_gradients(&ctx, &md.coords).err().expect("refused");
+    assert!(e.to_string().contains("triangles and tetrahedra"), "{e}");
+}

@@ -140,14 +140,28 @@ impl crate::data::Owner for Inner {
 pub struct Context(pub(crate) Rc<Inner>);
 
 impl Context {
-    /// Opens the adapter chosen by the environment (see [`Config::from_env`]).
+    /// Opens the adapter chosen by the environment (see [`Config::from_env`]). Started by
+    /// `mpirun` (with the `mpi` feature), this process is one rank of MPI's world: meshes made
+    /// with [`crate::mesh::topology::MeshData::new`] are then distributed, and the same program
+    /// runs on every rank's part.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn new() -> Result<Context> {
         Context::with_config(Config::from_env()?)
     }
     #[cfg(not(target_arch = "wasm32"))]
-    /// Opens the adapter `config` chooses (natively; in the browser use [`Context::new_async`]).
+    /// Opens the adapter `config` chooses (natively; in the browser use
+    /// [`Context::new_async`]), on MPI's world when started by `mpirun` as [`Context::new`].
     pub fn with_config(config: Config) -> Result<Context> {
+        let comm = crate::dist::Comm::from_launcher()?;
+        if comm.size() > 1 {
+            return Context::with_comm(config, &comm);
+        }
+        pollster::block_on(Context::open(config, comm))
+    }
+    /// This process alone, even when started by `mpirun` (a one-process reference beside a
+    /// distributed run, for instance).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn single(config: Config) -> Result<Context> {
         pollster::block_on(Context::new_async(config))
     }
     /// One rank of a distributed run on `comm` (see [`crate::dist::Distribution`]).

@@ -10,15 +10,15 @@ use std::rc::Rc;
 /// the sparsity is a `block` x `block` block, for vector unknowns (`block` components per
 /// row and column of the sparsity; 1: scalar unknowns).
 pub struct Mat<T: Real> {
-    sparsity: Rc<Sparsity>,
+    pub(super) sparsity: Rc<Sparsity>,
     /// The values, one block per nonzero slot (dim `block^2`, row-major): row r's entries in
     /// its first `sparsity().row(r)` slots; the padding slots after them are never read.
     pub values: Dat<T>,
     block: usize,
     /// Each row's diagonal position within its slots (`width`: none), for the kernels.
-    diag: Dat<u32>,
+    pub(super) diag: Dat<u32>,
     /// Each row's number of entries, for the kernels.
-    count: Dat<u32>,
+    pub(super) count: Dat<u32>,
     /// On N ranks: each row's entries in owned columns (the first ones).
     owned: Option<Dat<u32>>,
 }
@@ -111,10 +111,15 @@ impl<T: Real> Mat<T> {
     }
 
     /// Zeros `rows` (indices into the row set, in any order, repeats allowed; with blocks,
-    /// every component of the row's node) and puts `diagonal` on their diagonal, as a par_loop over the rows (PyOP2's `zero_rows`):
-    /// Dirichlet conditions. On N ranks `rows` are local indices; the halo rows among them are
-    /// their owners' to zero and are left alone here. A row out of range or without a diagonal
-    /// entry (a rectangular pattern) is an error naming it (on every rank).
+    /// every component of the row's node) and puts `diagonal` on their diagonal, as a par_loop
+    /// over the rows (PyOP2's `zero_rows`). On N ranks `rows` are local indices; the halo rows
+    /// among them are their owners' to zero and are left alone here. A row out of range or
+    /// without a diagonal entry (a rectangular pattern) is an error naming it (on every rank).
+    ///
+    /// For Dirichlet conditions u = g this alone leaves the columns: the system is no longer
+    /// symmetric, and CG is right only if b holds `diagonal * g` on those rows and its initial
+    /// guess already holds g there. [`crate::linalg::Dirichlet`] does the whole job and keeps
+    /// the system symmetric.
     #[track_caller]
     pub fn zero_rows(&self, ctx: &Context, rows: &[u32], diagonal: T) -> Result<()> {
         let s = &self.sparsity;

@@ -9,6 +9,7 @@
 
 mod bicgstab;
 mod cg;
+mod dirichlet;
 mod mat;
 mod solve;
 mod sparsity;
@@ -19,6 +20,7 @@ pub use bicgstab::bicgstab_async;
 #[cfg(not(target_arch = "wasm32"))]
 pub use cg::cg;
 pub use cg::cg_async;
+pub use dirichlet::Dirichlet;
 pub use mat::Mat;
 pub use solve::{Operator, SolveOptions, SolveReport};
 pub use sparsity::Sparsity;

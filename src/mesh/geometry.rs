@@ -52,14 +52,9 @@ impl MeshData {
     /// in double precision: `md.geometry(&ctx, &md.coords_as::<f64>(&ctx)?)`.
     pub fn coords_as<T: Real>(&self, ctx: &Context) -> Result<Dat<T>> {
         let d = self.cell_type.dim();
-        // On N ranks, this rank's vertices (owned and halo) by their global numbers.
-        let global: Vec<usize> = match self.vertices.global_ids() {
-            Some(ids) => ids.iter().map(|&g| g as usize).collect(),
-            None => (0..self.coords64.len()).collect(),
-        };
-        let values: Vec<T> = global
-            .iter()
-            .flat_map(|&v| self.coords64[v][..d].iter().map(|&x| T::from_f64(x)))
+        let values: Vec<T> = self
+            .global_vertices()
+            .flat_map(|v| self.coords64[v][..d].iter().map(|&x| T::from_f64(x)))
             .collect();
         ctx.dat(
             &format!("coords ({})", T::DTYPE),
@@ -67,6 +62,71 @@ impl MeshData {
             d,
             &values,
         )
+    }
+
+    /// A Dat `name` on the vertices holding `f(x)` at each vertex (x its coordinates in f64,
+    /// z = 0 in 2-D): initial values, sources, boundary values, exact solutions. On N ranks
+    /// each rank evaluates its own vertices, halo included, so the values are the owners'.
+    pub fn interpolate<T: Real>(
+        &self,
+        ctx: &Context,
+        name: &str,
+        f: impl Fn([f64; 3]) -> f64,
+    ) -> Result<Dat<T>> {
+        let values: Vec<T> = self
+            .global_vertices()
+            .map(|v| T::from_f64(f(self.coords64[v])))
+            .collect();
+        ctx.dat(name, &self.vertices, 1, &values)
+    }
+
+    /// This rank's vertices (owned and halo) by their global numbers; all of them on one
+    /// process.
+    fn global_vertices(&self) -> impl Iterator<Item = usize> + '_ {
+        let n = self
+            .vertices
+            .global_ids()
+            .map_or(self.coords64.len(), <[u32]>::len);
+        (0..n).map(|v| self.vertices.global_ids().map_or(v, |ids| ids[v] as usize))
+    }
+
+    /// The gradients of the P1 (linear) basis functions on each cell, from `coords`: a Dat of
+    /// dim `vertices x dim` on the cells, the gradient of vertex i's function (in
+    /// `cell_vertices` order) at `i * dim ..`. What an element kernel reads instead of
+    /// inverting the Jacobian itself; for triangles and tetrahedra (another cell type is an
+    /// error naming it).
+    #[track_caller]
+    pub fn p1_gradients<T: Real>(&self, ctx: &Context, coords: &Dat<T>) -> Result<Dat<T>> {
+        let t = self.cell_type;
+        let body = match t {
+            CellType::Triangle => P1_TRIANGLE,
+            CellType::Tetrahedron => P1_TET,
+            _ => {
+                return Err(Error::Usage(format!(
+                    "P1 basis gradients are for triangles and tetrahedra; this mesh has {}s                      (their bilinear functions' gradients vary over the cell)",
+                    t.name()
+                )));
+            }
+        };
+        let cv = &self.cell_vertices;
+        check("cell", cv, t.vertices(), t, coords)?;
+        let (d, nv) = (t.dim(), t.vertices());
+        let grads = ctx.dat_zeros::<T>("P1 basis gradients", &self.cells, nv * d)?;
+        let name = format!("pl_p1_gradients_{}_{}", t.name(), T::DTYPE);
+        let body = body
+            .replace("T(", &format!("{}(", T::DTYPE))
+            .replace("<T,", &format!("<{},", T::DTYPE));
+        let k = Kernel::new(
+            &name,
+            format!(
+                "fn {name}(x: ptr<function, array<{dt}, {a}>>, g: ptr<function, array<{dt}, {a}>>) \
+                 {{\n{body}}}\n",
+                dt = T::DTYPE,
+                a = nv * d
+            ),
+        );
+        ctx.par_loop(&k, &self.cells, &[coords.all(cv).read(), grads.write()])?;
+        Ok(grads)
     }
 
     /// The mesh's geometry from `coords` (`self.coords`, or [`MeshData::coords_as`] for f64),
@@ -341,5 +401,37 @@ const QUAD_3D: &str = "    var e: array<T, 9>;
         let c1 = (e[k] + e[3u + k]) / 3.0;
         let c2 = (e[3u + k] + e[6u + k]) / 3.0;
         (*c)[k] = (*x)[k] + (w1 * c1 + w2 * c2) / (w1 + w2);
+    }
+";
+
+/// A triangle's P1 gradients: with edges e0 = x1 - x0 and e1 = x2 - x0, those of vertices 1
+/// and 2 are the columns of the inverse of [e0; e1] ((e1.y, -e1.x) / det, (-e0.y, e0.x) /
+/// det); vertex 0's is minus their sum.
+const P1_TRIANGLE: &str = "    let a = (*x)[2] - (*x)[0]; let b = (*x)[3] - (*x)[1];
+    let c = (*x)[4] - (*x)[0]; let d = (*x)[5] - (*x)[1];
+    let det = a * d - b * c;
+    (*g)[2] = d / det; (*g)[3] = -c / det;
+    (*g)[4] = -b / det; (*g)[5] = a / det;
+    (*g)[0] = -(*g)[2] - (*g)[4]; (*g)[1] = -(*g)[3] - (*g)[5];
+";
+
+/// A tetrahedron's: vertex i + 1's gradient is e(i+1) x e(i+2) / det (edges from vertex 0,
+/// indices mod 3: the inverse's columns by cofactors), vertex 0's minus their sum.
+const P1_TET: &str = "    var e: array<T, 9>;
+    for (var i = 0u; i < 3u; i++) {
+        for (var k = 0u; k < 3u; k++) { e[3u * i + k] = (*x)[3u * (i + 1u) + k] - (*x)[k]; }
+    }
+    var det = T(0);
+    for (var i = 0u; i < 3u; i++) {
+        let p = 3u * ((i + 1u) % 3u); let q = 3u * ((i + 2u) % 3u);
+        (*g)[3u * i + 3u] = e[p + 1u] * e[q + 2u] - e[p + 2u] * e[q + 1u];
+        (*g)[3u * i + 4u] = e[p + 2u] * e[q] - e[p] * e[q + 2u];
+        (*g)[3u * i + 5u] = e[p] * e[q + 1u] - e[p + 1u] * e[q];
+    }
+    det = e[0] * (*g)[3] + e[1] * (*g)[4] + e[2] * (*g)[5];
+    for (var k = 0u; k < 3u; k++) {
+        var sum = T(0);
+        for (var i = 1u; i < 4u; i++) { (*g)[3u * i + k] /= det; sum += (*g)[3u * i + k]; }
+        (*g)[k] = -sum;
     }
 ";

@@ -143,7 +143,12 @@ impl Wave {
 
     /// The simulation on `mesh`: triangles (turned counter-clockwise first) or tetrahedra;
     /// another cell type is an error naming it. Initial values and mass as [`Wave::new`].
+    /// On N ranks (every rank giving the same mesh) each rank runs its part of the cells
+    /// partitioned by METIS, as [`Wave::distributed`].
     pub fn on_mesh(ctx: &Context, mesh: Mesh, dt: f32) -> Result<Wave> {
+        if ctx.ranks() > 1 {
+            return Wave::distributed(ctx, mesh, dt, crate::dist::Partitioner::KWay);
+        }
         let mesh = prepared(mesh)?;
         let arity = mesh.cell_type.vertices();
         let vertices = Set::new("vertices", mesh.nvertices());

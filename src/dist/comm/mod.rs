@@ -3,6 +3,7 @@
 //! a neighbour exchange of u32 words, reductions of a Global's words, and a gather to rank 0.
 
 mod alltoall;
+mod world;
 
 use crate::error::{Error, Result};
 use crate::types::{DType, ReduceOp};
@@ -31,48 +32,6 @@ impl Comm {
             Rc::new(Inner::Single),
             Rc::new(std::cell::Cell::new(crate::config::DEFAULT_COMM_TIMEOUT_S)),
         )
-    }
-
-    /// MPI's world communicator; initializes MPI, which is finalized when the last clone of
-    /// this Comm and of every Context on it is dropped (keep one alive until the program
-    /// ends: MPI cannot be initialized twice in one process).
-    #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
-    pub fn world() -> Result<Comm> {
-        use mpi::traits::Communicator;
-        let universe = mpi::initialize().ok_or_else(|| {
-            Error::Usage(
-                "MPI is already initialized in this process (a Comm::world() was made and \
-                 dropped, or another library initialized it): make one Comm::world() and keep \
-                 it for the whole program"
-                    .into(),
-            )
-        })?;
-        let world = universe.world();
-        let _ = world.rank();
-        Ok(Comm(
-            Rc::new(Inner::Mpi {
-                world,
-                _universe: universe,
-            }),
-            Rc::new(std::cell::Cell::new(crate::config::DEFAULT_COMM_TIMEOUT_S)),
-        ))
-    }
-
-    /// MPI's world when this process was started by an MPI launcher (`mpirun`, `srun`) and
-    /// parloop has the `mpi` feature; else this process alone.
-    pub fn from_launcher() -> Result<Comm> {
-        let launched = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"]
-            .iter()
-            .any(|v| std::env::var_os(v).is_some());
-        #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
-        if launched {
-            return Comm::world();
-        }
-        #[cfg(not(all(feature = "mpi", not(target_arch = "wasm32"))))]
-        if launched {
-            log::warn!("started by an MPI launcher, but parloop was built without `mpi`");
-        }
-        Ok(Comm::single())
     }
 
     /// This process's rank, 0-based.
