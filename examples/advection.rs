@@ -136,13 +136,9 @@ pub fn solve(
         )));
     }
     let md = MeshData::new(ctx, mesh)?;
-    let inlet = md.group(&p.inlet).ok_or_else(|| {
-        let names: Vec<&str> = md.groups.iter().map(|g| g.name()).collect();
-        Error::Usage(format!(
-            "the mesh has no group `{}` (the boundary where c flows in); its groups: {names:?}",
-            p.inlet
-        ))
-    })?;
+    let inlet = md
+        .group(&p.inlet)
+        .map_err(|e| Error::Usage(format!("{e} (--inlet names the boundary where c flows in)")))?;
     let g = md.geometry(ctx, &md.coords)?;
     let k = |name: &str| Kernel::new(name, KERNELS);
     ctx.constant("u", ConstValue::array(&p.u))?;

@@ -11,7 +11,8 @@
 //! amplitude per step; `--every k` writes u for ParaView (out/heat/heat.pvd).
 //!
 //! The same program runs on N ranks: `mpirun -np 3 target/release/examples/heat` (built with
-//! `--features mpi`) prints the same table.
+//! `--features mpi`) prints the same table; with `--features hdf5`, `--checkpoint ck.h5`
+//! writes u with the mesh in global numbering (`h5dump`, h5py or `h5::MeshFile` read it).
 
 use clap::Parser;
 use parloop::apps::poisson::assemble_scaled;
@@ -50,6 +51,11 @@ struct Args {
     /// Directory for the ParaView files.
     #[arg(long, default_value = "out/heat")]
     output: PathBuf,
+    /// Write a checkpoint (HDF5: the mesh, u and the step, in global numbering) after the
+    /// last step.
+    #[cfg(feature = "hdf5")]
+    #[arg(long)]
+    checkpoint: Option<PathBuf>,
 }
 
 /// The initial condition: a constant and the slowest cosine mode of the unit square.
@@ -68,7 +74,7 @@ pub struct History {
 }
 
 /// `steps` backward-Euler steps of length `dt` on `mesh`, in `T`; `write(step, md, u)` is
-/// called every `every` steps (0: never). The same on one process and on N ranks; `History::u`
+/// called every `every` steps (0: never) and after the last. The same on one process and on N ranks; `History::u`
 /// is the final u in the mesh's numbering on rank 0 (empty on the others).
 pub fn run<T: Real>(
     ctx: &Context,
@@ -134,7 +140,7 @@ pub fn run<T: Real>(
         h.heat.push(heat.value()?[0].to_f64());
         h.energy.push(energy.value()?[0].to_f64());
         h.amplitude.push(amplitude.value()?[0].to_f64() / mode_norm);
-        if every > 0 && step % every == 0 {
+        if (every > 0 && step % every == 0) || step == steps {
             write(step, &md, &u)?;
         }
         if step == steps {
@@ -217,7 +223,19 @@ fn run_with_frames<T: Real>(ctx: &Context, a: &Args, mesh: &Mesh) -> Result<Hist
         .then(|| PartSeries::new(ctx, &a.output, "heat"))
         .transpose()?;
     let mut write = |step: usize, md: &MeshData, u: &Dat<T>| -> Result<()> {
-        let Some(f) = frames.as_mut() else {
+        #[cfg(feature = "hdf5")]
+        if let (Some(path), true) = (&a.checkpoint, step == a.steps) {
+            let mut c = parloop::h5::Checkpoint::new(ctx);
+            c.map(&md.cell_vertices)
+                .dat(&md.coords)?
+                .dat(u)?
+                .step(step as u64);
+            c.write(path)?;
+        }
+        let Some(f) = frames
+            .as_mut()
+            .filter(|_| a.every > 0 && step % a.every == 0)
+        else {
             return Ok(());
         };
         let field = [PartField::vertices(u)?];

@@ -160,7 +160,7 @@ fn bad_meshes_and_problems_are_refused() {
         .expect("refused")
         .to_string();
     assert!(
-        e.contains("no group `entry`") && e.contains("\"inlet\""),
+        e.contains("no group `entry`") && e.contains("`inlet` (boundary facets)"),
         "{e}"
     );
     let still = Problem {

@@ -305,8 +305,24 @@ pub struct MeshData {
 
 impl MeshData {
     /// The Subset named `name` (the first, if the group spans interior and boundary facets).
-    pub fn group(&self, name: &str) -> Option<&crate::Subset> {
-        self.groups.iter().find(|s| s.name() == name)
+    /// A name the mesh lacks is an error listing the groups it has (the same on every rank).
+    pub fn group(&self, name: &str) -> crate::Result<&crate::Subset> {
+        self.groups.iter().find(|s| s.name() == name).ok_or_else(|| {
+            let have: Vec<String> = self
+                .groups
+                .iter()
+                .map(|g| format!("`{}` ({})", g.name(), g.set().name()))
+                .collect();
+            crate::Error::Usage(format!(
+                "the mesh has no group `{name}`; its groups: {}",
+                if have.is_empty() {
+                    "none (Gmsh writes physical groups only when the .geo or the API names them)"
+                        .to_string()
+                } else {
+                    have.join(", ")
+                }
+            ))
+        })
     }
 }
 
