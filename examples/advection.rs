@@ -139,6 +139,13 @@ pub fn solve(
     let inlet = md
         .group(&p.inlet)
         .map_err(|e| Error::Usage(format!("{e} (--inlet names the boundary where c flows in)")))?;
+    if inlet.set().id() != md.boundary.id() {
+        return Err(Error::Usage(format!(
+            "--inlet `{}` is a group of {}; give a group of boundary facets",
+            p.inlet,
+            inlet.set().name()
+        )));
+    }
     let g = md.geometry(ctx, &md.coords)?;
     let k = |name: &str| Kernel::new(name, KERNELS);
     ctx.constant("u", ConstValue::array(&p.u))?;

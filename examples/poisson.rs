@@ -88,11 +88,20 @@ fn dirichlet_facets<'a>(md: &'a MeshData, dirichlet: Option<&str>) -> Result<Ite
     match md.groups.iter().find(on_boundary) {
         Some(g) => Ok(g.into()),
         None => {
-            let names: Vec<&str> = md.groups.iter().map(|g| g.name()).collect();
-            Err(Error::Usage(format!(
-                "no group of boundary facets named `{name}` for the Dirichlet condition; the \
-                 mesh's groups: {names:?}"
-            )))
+            let elsewhere = md.groups.iter().find(|g| g.name() == name);
+            Err(Error::Usage(match elsewhere {
+                Some(g) => format!(
+                    "--dirichlet `{name}` is a group of {}; give a group of boundary facets",
+                    g.set().name()
+                ),
+                None => format!(
+                    "no group of boundary facets named `{name}` for the Dirichlet condition; \
+                     {}",
+                    md.group(name)
+                        .err()
+                        .map_or(String::new(), |e| e.to_string())
+                ),
+            }))
         }
     }
 }

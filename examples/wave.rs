@@ -142,6 +142,9 @@ fn mesh(a: &Args) -> Result<(Mesh, String)> {
             Ok((m, path.display().to_string()))
         }
         None => match a.cube {
+            Some(0) => Err(parloop::Error::Usage(
+                "--cube 0: give at least 1 (cubes per side)".into(),
+            )),
             Some(c) => Ok((unit_cube_tets(c), format!("{c} x {c} x {c} unit cube"))),
             None => Ok((unit_square(a.n), format!("{} x {} unit square", a.n, a.n))),
         },

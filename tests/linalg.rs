@@ -522,6 +522,19 @@ fn dirichlet_zeros_rows_and_columns_and_lifts_the_right_hand_side() {
     for v in (0..n).filter(|&v| fixed[v]) {
         assert_eq!(got[v] as f64, gv[v], "u[{v}] keeps g");
     }
+    // A second condition before A is assembled again would lift b by zeroed columns.
+    let e = bc
+        .apply(&ctx, &a, &b, &u, &g)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("assemble it again"), "{e}");
+    let e = bc
+        .apply(&ctx, &a, &b, &b, &g)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("b (`A load`) is also u"), "{e}");
     let cells = parloop::Subset::new("some cells", &md.cells, &[0, 1]).unwrap();
     let e = Dirichlet::<f32>::on_facets(&ctx, &cells, &md.boundary_vertices)
         .err()

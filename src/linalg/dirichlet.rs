@@ -111,7 +111,9 @@ impl<T: Real> Dirichlet<T> {
     /// Applies u = `g` on the constrained nodes to the assembled system `a` u = `b` with the
     /// initial guess `u` (see the type's docs): `b` and `u` of dim `a.block()` on the rows'
     /// set, `g` too (read on the constrained nodes only). Call it once, after assembling `a`
-    /// and `b`: it changes both. Recorded as par_loops, like the assembly.
+    /// and `b`: it changes both (a second call before `a` is assembled again is an error,
+    /// since its constrained columns, which the lifting needs, are zero). `u` may be `g`.
+    /// Recorded as par_loops, like the assembly.
     #[track_caller]
     pub fn apply(
         &self,
@@ -140,6 +142,21 @@ impl<T: Real> Dirichlet<T> {
                 self.mask.dim(),
                 self.mask.set().name(),
                 rows.name()
+            )));
+        }
+        if b.inner.id == u.inner.id || b.inner.id == g.inner.id {
+            return Err(Error::Usage(format!(
+                "{what}: b (`{}`) is also {}; give b apart from u and g (b is rewritten while they \
+                 are read)",
+                b.name(),
+                if b.inner.id == u.inner.id { "u" } else { "g" }
+            )));
+        }
+        if a.constrained.get() {
+            return Err(Error::Usage(format!(
+                "{what}: a Dirichlet condition was applied to it since it was assembled, so its \
+                 constrained columns are zero and b could not be lifted again; assemble it again \
+                 (Mat::zero and the assembly par_loop) before applying a condition to a new b"
             )));
         }
         for (v, role) in [(b, "b"), (u, "u"), (g, "g")] {
@@ -194,8 +211,12 @@ impl<T: Real> Dirichlet<T> {
             &format!("pl_dirichlet_guess_{t}_{bk}"),
             &format!("if ((*m)[0] > {t}()) {{ (*v)[i] = (*g)[i]; }}"),
         );
-        ctx.par_loop(&guess, rows, &[self.mask.read(), g.read(), u.rw()])?;
-        self.zero_rows_columns(ctx, a)
+        if u.inner.id != g.inner.id {
+            ctx.par_loop(&guess, rows, &[self.mask.read(), g.read(), u.rw()])?;
+        }
+        self.zero_rows_columns(ctx, a)?;
+        a.constrained.set(true);
+        Ok(())
     }
 
     /// Zeros the constrained rows and columns of `a`, 1 on their diagonal.

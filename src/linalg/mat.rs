@@ -21,6 +21,8 @@ pub struct Mat<T: Real> {
     pub(super) count: Dat<u32>,
     /// On N ranks: each row's entries in owned columns (the first ones).
     owned: Option<Dat<u32>>,
+    /// A Dirichlet condition zeroed columns since the last assembly (`inc`) or `zero`.
+    pub(super) constrained: std::cell::Cell<bool>,
 }
 
 impl<T: Real> Mat<T> {
@@ -66,6 +68,7 @@ impl<T: Real> Mat<T> {
             diag,
             count,
             owned,
+            constrained: std::cell::Cell::new(false),
         })
     }
 
@@ -86,6 +89,7 @@ impl<T: Real> Mat<T> {
     /// `((i * ca + j) * b + bi) * b + bj` (`i * ca + j` for scalar entries).
     /// A pair the sparsity was not built from is an error naming it.
     pub fn inc(&self, rows: &Map, cols: &Map) -> Result<Arg> {
+        self.constrained.set(false);
         let s = &self.sparsity;
         let (_, _, m) = s
             .pairs
@@ -107,6 +111,7 @@ impl<T: Real> Mat<T> {
     /// Zeros every entry, as a par_loop.
     #[track_caller]
     pub fn zero(&self, ctx: &Context) -> Result<()> {
+        self.constrained.set(false);
         ctx.zero(&self.values)
     }
 

@@ -103,7 +103,8 @@ impl MeshData {
             CellType::Tetrahedron => P1_TET,
             _ => {
                 return Err(Error::Usage(format!(
-                    "P1 basis gradients are for triangles and tetrahedra; this mesh has {}s                      (their bilinear functions' gradients vary over the cell)",
+                    "P1 basis gradients are for triangles and tetrahedra; this mesh has {}s \
+                     (their bilinear functions' gradients vary over the cell)",
                     t.name()
                 )));
             }
