@@ -18,8 +18,8 @@ thread_local! {
 }
 
 impl Comm {
-    /// MPI's world communicator. The first call initializes MPI; later calls, while any Comm
-    /// or Context on it is alive, return the same communicator. MPI is finalized when the
+    /// MPI's world communicator. The first call initializes MPI; later calls on the same
+    /// thread, while any Comm or Context on it is alive, return the same communicator. MPI is finalized when the
     /// last of them is dropped, and cannot be initialized again in this process (an error).
     #[cfg(all(feature = "mpi", not(target_arch = "wasm32")))]
     pub fn world() -> Result<Comm> {
@@ -30,9 +30,9 @@ impl Comm {
         }
         let universe = mpi::initialize().ok_or_else(|| {
             Error::Usage(
-                "MPI was initialized and finalized before in this process (every Comm and \
-                 Context on MPI's world was dropped), or another library initialized it: keep \
-                 one Context alive for the whole program"
+                "MPI was initialized before in this process: by a Comm or Context on MPI's \
+                 world that was since dropped, by one on another thread, or by another library. \
+                 Keep one Context alive for the whole program, on the thread that made it"
                     .into(),
             )
         })?;
