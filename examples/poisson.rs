@@ -80,7 +80,7 @@ pub struct Solution<T: Real> {
 }
 
 /// The boundary facets where u is given: the group `dirichlet` of them, or all of them.
-fn dirichlet_facets<'a>(md: &'a MeshData, dirichlet: Option<&str>) -> Result<IterSpace> {
+fn dirichlet_facets(md: &MeshData, dirichlet: Option<&str>) -> Result<IterSpace> {
     let Some(name) = dirichlet else {
         return Ok((&md.boundary).into());
     };

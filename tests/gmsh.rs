@@ -290,7 +290,7 @@ fn the_mesh_as_parloop_data() {
     let ctx = parloop::Context::new().unwrap();
     for (_, m) in committed() {
         let d = MeshData::new(&ctx, &m).unwrap();
-        let t = &d.topology;
+        let t = d.topology.as_ref().unwrap();
         assert_eq!(d.cells.size(), m.ncells());
         assert_eq!(d.facets.size() + d.boundary.size(), t.nfacets());
         assert_eq!(d.boundary.size(), t.boundary().len());

@@ -18,9 +18,16 @@ use parloop::{Config, Context, Kernel};
 
 /// The program, the same whatever the number of ranks: the measures' sums over the cells and
 /// over each boundary group (f32 and f64 geometry), and each vertex's number of cells.
-fn program(ctx: &Context) -> Vec<f64> {
+/// The mesh is made by `MeshData::new`, or read from `file` (the same mesh in blocks).
+fn program(ctx: &Context, file: Option<&std::path::Path>) -> Vec<f64> {
     let mesh = gmsh_meshes::disk(10);
-    let md = MeshData::new(ctx, &mesh).unwrap();
+    let md = match file {
+        #[cfg(feature = "hdf5")]
+        Some(path) => MeshData::read(ctx, path).unwrap(),
+        #[cfg(not(feature = "hdf5"))]
+        Some(_) => unreachable!("files need the hdf5 feature"),
+        None => MeshData::new(ctx, &mesh).unwrap(),
+    };
     if ctx.ranks() > 1 {
         // Distributed: each rank owns a part of the cells, numbered globally.
         assert!(md.cells.global_ids().is_some(), "cells not distributed");
@@ -91,7 +98,8 @@ fn mesh_worker() {
     };
     let comm = Comm::world().unwrap();
     let ctx = Context::with_comm(Config::from_env().unwrap(), &comm).unwrap();
-    let got = program(&ctx);
+    let file = std::env::var_os("FILE").map(std::path::PathBuf::from);
+    let got = program(&ctx, file.as_deref());
     if ctx.rank() == 0 {
         std::fs::write(out, bytemuck::cast_slice(&got)).unwrap();
     }
@@ -100,7 +108,7 @@ fn mesh_worker() {
 #[test]
 fn mesh_data_runs_the_same_program_on_1_2_and_3_ranks() {
     let ctx = Context::new().unwrap();
-    let one = program(&ctx);
+    let one = program(&ctx, None);
     // The disk's area (a polygon inside the circle) and its halves' lengths.
     assert!((one[0] - std::f64::consts::PI).abs() < 0.05, "{one:?}");
     assert!((one[2] - std::f64::consts::PI).abs() < 0.05, "{one:?}");
@@ -115,6 +123,51 @@ fn mesh_data_runs_the_same_program_on_1_2_and_3_ranks() {
             );
         }
     }
+}
+
+/// The same mesh written in MeshData's layout (`MeshData::blocks`, what `parloop convert`
+/// writes) and read back in blocks by `MeshData::read`, on one process and on 2 and 3 ranks
+/// (PT-Scotch): the program gives what `MeshData::new` gives on one process. A file without
+/// MeshData's sets is refused, naming what is missing.
+#[cfg(feature = "hdf5")]
+#[test]
+fn mesh_data_read_from_a_file_in_blocks_runs_the_same_program() {
+    let ctx = Context::new().unwrap();
+    let one = program(&ctx, None);
+    let path = std::env::temp_dir().join(format!("parloop-disk-{}.h5", std::process::id()));
+    let (blocks, said) = MeshData::blocks(&ctx, &gmsh_meshes::disk(10), false).unwrap();
+    assert!(
+        said.iter().any(|l| l.contains("upper_boundary")),
+        "{said:?}"
+    );
+    parloop::h5::write(&path, &blocks).unwrap();
+    let file = path.to_str().unwrap();
+    let read = program(&ctx, Some(&path));
+    let mut runs = vec![(1, read)];
+    for np in [2, 3] {
+        runs.push((np, mpirun::mpirun_f64(np, "mesh_worker", &[("FILE", file)])));
+    }
+    for (np, got) in runs {
+        assert_eq!(got.len(), one.len(), "{np} ranks");
+        for (k, (a, b)) in one.iter().zip(&got).enumerate() {
+            assert!(
+                (a - b).abs() <= 1e-5 * a.abs().max(1.0),
+                "read on {np} ranks, value {k}: {b} against MeshData::new's {a}"
+            );
+        }
+    }
+    // A file in the wave's layout (no facets) is not a MeshData file.
+    let wave = parloop::apps::wave::Wave::block_mesh(&ctx, gmsh_meshes::disk(4)).unwrap();
+    parloop::h5::write(&path, &wave).unwrap();
+    let e = MeshData::read(&ctx, &path)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("no set `facets`") && e.contains("parloop convert"),
+        "{e}"
+    );
+    let _ = std::fs::remove_file(&path);
 }
 
 /// `parloop convert` of OP2's grid (new_grid.dat): Airfoil read from the file runs as Airfoil

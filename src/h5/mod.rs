@@ -18,6 +18,7 @@
 //! mesh a program generated in blocks) and from [`Checkpoint`].
 
 mod checkpoint;
+mod mesh_data;
 mod read;
 
 pub use checkpoint::Checkpoint;

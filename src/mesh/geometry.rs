@@ -53,8 +53,9 @@ impl MeshData {
     pub fn coords_as<T: Real>(&self, ctx: &Context) -> Result<Dat<T>> {
         let d = self.cell_type.dim();
         let values: Vec<T> = self
-            .global_vertices()
-            .flat_map(|v| self.coords64[v][..d].iter().map(|&x| T::from_f64(x)))
+            .coords64
+            .iter()
+            .flat_map(|x| x[..d].iter().map(|&x| T::from_f64(x)))
             .collect();
         ctx.dat(
             &format!("coords ({})", T::DTYPE),
@@ -73,21 +74,8 @@ impl MeshData {
         name: &str,
         f: impl Fn([f64; 3]) -> f64,
     ) -> Result<Dat<T>> {
-        let values: Vec<T> = self
-            .global_vertices()
-            .map(|v| T::from_f64(f(self.coords64[v])))
-            .collect();
+        let values: Vec<T> = self.coords64.iter().map(|&x| T::from_f64(f(x))).collect();
         ctx.dat(name, &self.vertices, 1, &values)
-    }
-
-    /// This rank's vertices (owned and halo) by their global numbers; all of them on one
-    /// process.
-    fn global_vertices(&self) -> impl Iterator<Item = usize> + '_ {
-        let n = self
-            .vertices
-            .global_ids()
-            .map_or(self.coords64.len(), <[u32]>::len);
-        (0..n).map(|v| self.vertices.global_ids().map_or(v, |ids| ids[v] as usize))
     }
 
     /// The gradients of the P1 (linear) basis functions on each cell, from `coords`: a Dat of

@@ -2,20 +2,39 @@
 //! object on one process and on N ranks (where the cells are partitioned and each rank keeps
 //! its part).
 
-use super::Mesh;
 use super::topology::{MeshData, Topology};
+use super::{CellType, Mesh};
 use crate::{Context, Error, Map, Result, Set, Subset};
 
 /// The mesh's arrays in global numbering, before they become parloop objects.
-struct Lists {
+pub(crate) struct Lists {
     /// Interior facet k is topology facet `interior[k]`; boundary facet k is `boundary[k]`.
-    interior: Vec<usize>,
-    boundary: Vec<usize>,
-    /// (name, map, from: 0 cells / 1 interior / 2 boundary, to: 0 cells / 3 vertices, arity,
-    /// rows)
-    maps: Vec<(&'static str, usize, usize, usize, Vec<u32>)>,
+    pub(crate) interior: Vec<usize>,
+    pub(crate) boundary: Vec<usize>,
+    /// (name, from: an index of [`SETS`], to: one too, arity, rows), in [`MAPS`] order.
+    pub(crate) maps: Vec<(&'static str, usize, usize, usize, Vec<u32>)>,
     /// (name, on: 0 cells / 1 interior / 2 boundary, members ascending)
-    groups: Vec<(String, usize, Vec<u32>)>,
+    pub(crate) groups: Vec<(String, usize, Vec<u32>)>,
+}
+
+/// The sets' names: cells, interior facets, boundary facets, vertices.
+pub(crate) const SETS: [&str; 4] = ["cells", "facets", "boundary facets", "vertices"];
+
+/// The maps' names.
+pub(crate) const MAPS: [&str; 5] = [
+    "cell_vertices",
+    "facet_cells",
+    "facet_vertices",
+    "boundary_cell",
+    "boundary_vertices",
+];
+
+/// What the whole mesh gives beside its parloop objects (None when no rank holds it).
+pub(crate) struct Whole {
+    pub(crate) turned: Vec<u32>,
+    pub(crate) topology: Topology,
+    pub(crate) interior: Vec<u32>,
+    pub(crate) boundary: Vec<u32>,
 }
 
 impl MeshData {
@@ -41,38 +60,62 @@ impl MeshData {
             l.boundary.len(),
             m.nvertices(),
         ];
-        let names = ["cells", "facets", "boundary facets", "vertices"];
-        let coords32 = m.coords_f32();
-        let (sets, maps, coords, groups) = if ctx.ranks() > 1 {
+        let (sets, maps, groups, coords64) = if ctx.ranks() > 1 {
             let mut d = crate::dist::Distribution::new(ctx);
-            let gsets: Vec<_> = (0..4).map(|k| d.set(names[k], counts[k])).collect();
+            let gsets: Vec<_> = (0..4).map(|k| d.set(SETS[k], counts[k])).collect();
             let mut gmaps = Vec::new();
             for (name, from, to, arity, rows) in &l.maps {
                 gmaps.push(d.map(name, gsets[*from], gsets[*to], *arity, rows)?);
             }
-            let gc = d.dat("coords", gsets[3], m.dim(), &coords32)?;
-            let mut part = d.distribute(gsets[0], crate::dist::Partitioner::KWay)?;
+            let part = d.distribute(gsets[0], crate::dist::Partitioner::KWay)?;
             let sets: Vec<Set> = gsets.iter().map(|&s| part.set(s)).collect();
             let maps: Vec<Map> = gmaps.iter().map(|&g| part.map(g)).collect();
-            let coords = part.dat(gc)?;
             let mut groups = Vec::new();
             for (name, on, members) in &l.groups {
                 groups.push(part.subset(name, gsets[*on], members)?);
             }
-            (sets, maps, coords, groups)
+            // This rank's vertices by their global numbers.
+            let ids = sets[3].global_ids().unwrap_or_default();
+            let coords64 = ids.iter().map(|&g| m.coords[g as usize]).collect();
+            (sets, maps, groups, coords64)
         } else {
-            let sets: Vec<Set> = (0..4).map(|k| Set::new(names[k], counts[k])).collect();
+            let sets: Vec<Set> = (0..4).map(|k| Set::new(SETS[k], counts[k])).collect();
             let mut maps = Vec::new();
             for (name, from, to, arity, rows) in &l.maps {
                 maps.push(Map::new(*name, &sets[*from], &sets[*to], *arity, rows)?);
             }
-            let coords = ctx.dat("coords", &sets[3], m.dim(), &coords32)?;
             let mut groups = Vec::new();
             for (name, on, members) in &l.groups {
                 groups.push(Subset::new(name.clone(), &sets[*on], members)?);
             }
-            (sets, maps, coords, groups)
+            (sets, maps, groups, m.coords.clone())
         };
+        let whole = Whole {
+            turned,
+            topology: t,
+            interior: l.interior.iter().map(|&f| f as u32).collect(),
+            boundary: l.boundary.iter().map(|&f| f as u32).collect(),
+        };
+        MeshData::assemble(ctx, m.cell_type, sets, maps, groups, coords64, Some(whole))
+    }
+
+    /// The MeshData of this rank's sets and maps (in [`SETS`] and [`MAPS`] order), groups and
+    /// vertex coordinates (local order).
+    pub(crate) fn assemble(
+        ctx: &Context,
+        cell_type: CellType,
+        sets: Vec<Set>,
+        maps: Vec<Map>,
+        groups: Vec<Subset>,
+        coords64: Vec<[f64; 3]>,
+        whole: Option<Whole>,
+    ) -> Result<MeshData> {
+        let d = cell_type.dim();
+        let xyz: Vec<f32> = coords64
+            .iter()
+            .flat_map(|x| x[..d].iter().map(|&v| v as f32))
+            .collect();
+        let coords = ctx.dat("coords", &sets[3], d, &xyz)?;
         let [cells, facets, boundary, vertices]: [Set; 4] = sets.try_into().expect("four sets");
         let [
             cell_vertices,
@@ -81,13 +124,17 @@ impl MeshData {
             boundary_cell,
             boundary_vertices,
         ]: [Map; 5] = maps.try_into().expect("five maps");
+        let (turned, topology, interior, boundary_facets) = match whole {
+            Some(w) => (w.turned, Some(w.topology), w.interior, w.boundary),
+            None => (Vec::new(), None, Vec::new(), Vec::new()),
+        };
         Ok(MeshData {
             turned,
-            topology: t,
-            interior: l.interior.iter().map(|&f| f as u32).collect(),
-            boundary_facets: l.boundary.iter().map(|&f| f as u32).collect(),
-            cell_type: m.cell_type,
-            coords64: oriented.coords.clone(),
+            topology,
+            interior,
+            boundary_facets,
+            cell_type,
+            coords64,
             vertices,
             cells,
             facets,
@@ -104,7 +151,7 @@ impl MeshData {
 }
 
 /// The facets split into interior and boundary, the maps' rows and the groups' members.
-fn lists(m: &Mesh, t: &Topology) -> Result<Lists> {
+pub(crate) fn lists(m: &Mesh, t: &Topology) -> Result<Lists> {
     let (mut interior, mut boundary) = (Vec::new(), Vec::new());
     let mut place = vec![(false, 0u32); t.nfacets()];
     for f in 0..t.nfacets() {
@@ -118,36 +165,30 @@ fn lists(m: &Mesh, t: &Topology) -> Result<Lists> {
     }
     let fa = t.facet_arity;
     let maps = vec![
+        (MAPS[0], 0, 3, m.cell_type.vertices(), m.cells.clone()),
         (
-            "cell_vertices",
-            0,
-            3,
-            m.cell_type.vertices(),
-            m.cells.clone(),
-        ),
-        (
-            "facet_cells",
+            MAPS[1],
             1,
             0,
             2,
             interior.iter().flat_map(|&f| t.facet_cells[f]).collect(),
         ),
         (
-            "facet_vertices",
+            MAPS[2],
             1,
             3,
             fa,
             interior.iter().flat_map(|&f| t.facet(f).to_vec()).collect(),
         ),
         (
-            "boundary_cell",
+            MAPS[3],
             2,
             0,
             1,
             boundary.iter().map(|&f| t.facet_cells[f][0]).collect(),
         ),
         (
-            "boundary_vertices",
+            MAPS[4],
             2,
             3,
             fa,
@@ -189,4 +230,123 @@ fn lists(m: &Mesh, t: &Topology) -> Result<Lists> {
         maps,
         groups,
     })
+}
+
+impl MeshData {
+    /// `m` in MeshData's layout as the blocks of a parloop mesh file (`h5::write` writes them;
+    /// `parloop convert` does both): the cells oriented; sets `cells`, `facets`, `boundary
+    /// facets` and `vertices`; the five maps of [`MeshData`]; Dat `coords` (f64, or f32 with
+    /// `coords_f32`); each physical group a set `<name>` with a map of its members to their
+    /// parent: `<name>_cells`, `<name>_boundary` or `<name>_facets` (a group of facets on both
+    /// sides of the boundary has none), and for a group of facets `<name>_vertices` (each
+    /// facet's vertices). Every rank gives the whole mesh and declares its blocks of it. Also
+    /// returns a line per group: what it became, or why it was left out.
+    pub fn blocks(
+        ctx: &Context,
+        m: &Mesh,
+        coords_f32: bool,
+    ) -> Result<(crate::dist::BlockMesh, Vec<String>)> {
+        let mut m = m.clone();
+        m.orient()?;
+        let t = Topology::new(m.cell_type, &m.cells)?;
+        let l = lists(&m, &t)?;
+        let counts = [
+            m.ncells(),
+            l.interior.len(),
+            l.boundary.len(),
+            m.nvertices(),
+        ];
+        let mut b = crate::dist::BlockMesh::new(ctx);
+        let sets: Vec<_> = (0..4).map(|k| b.set(SETS[k], counts[k])).collect();
+        for (name, from, to, arity, rows) in &l.maps {
+            let r = b.range(sets[*from]);
+            let block = rows[r.start * arity..r.end * arity].to_vec();
+            b.map(name, sets[*from], sets[*to], *arity, block)?;
+        }
+        let (d, r) = (m.dim(), b.range(sets[3]));
+        let xyz = m.coords[r].iter().flat_map(|x| x[..d].to_vec());
+        if coords_f32 {
+            b.dat(
+                "coords",
+                sets[3],
+                d,
+                &xyz.map(|v| v as f32).collect::<Vec<_>>(),
+            )?;
+        } else {
+            b.dat("coords", sets[3], d, &xyz.collect::<Vec<_>>())?;
+        }
+        // Each topology facet's (set, index): 1 interior, 2 boundary.
+        let mut place = vec![(0, 0u32); t.nfacets()];
+        for (set, list) in [(1, &l.interior), (2, &l.boundary)] {
+            for (k, &f) in list.iter().enumerate() {
+                place[f] = (set, k as u32);
+            }
+        }
+        let mut said = Vec::new();
+        for g in &m.groups {
+            let name = g.name.as_str();
+            let taken = b.find_set(name).is_some()
+                || ["cells", "boundary", "facets", "vertices"]
+                    .iter()
+                    .any(|s| b.find_map(&format!("{name}_{s}")).is_some());
+            if taken || name.is_empty() || name.contains('/') || name == "." {
+                said.push(format!(
+                    "group `{name}` left out: its name is taken or not a file name"
+                ));
+                continue;
+            }
+            let rows = |b: &mut crate::dist::BlockMesh, map: &str, to, arity, all: &[u32]| {
+                let s = b.find_set(name).expect("declared below");
+                let r = b.range(s);
+                b.map(
+                    map,
+                    s,
+                    sets[to],
+                    arity,
+                    all[r.start * arity..r.end * arity].to_vec(),
+                )
+            };
+            if g.dim == m.dim() {
+                b.set(name, g.members.len());
+                rows(&mut b, &format!("{name}_cells"), 0, 1, &g.members)?;
+                said.push(format!(
+                    "{name}: {} cells (map {name}_cells)",
+                    g.members.len()
+                ));
+                continue;
+            }
+            if g.dim + 1 != m.dim() {
+                said.push(format!("group `{name}` left out: of dimension {}", g.dim));
+                continue;
+            }
+            let facets: Vec<&Vec<u32>> = g.members.iter().map(|&f| &m.facets[f as usize]).collect();
+            let arity = t.facet_arity;
+            if facets.iter().any(|f| f.len() != arity) {
+                said.push(format!(
+                    "group `{name}` left out: its elements are not facets of {}s",
+                    m.cell_type.name()
+                ));
+                continue;
+            }
+            // `lists` found every tagged facet among the cells' facets.
+            let at: Vec<(usize, u32)> = facets
+                .iter()
+                .map(|f| place[t.facet_of(f).expect("checked by lists") as usize])
+                .collect();
+            b.set(name, g.members.len());
+            let vertices: Vec<u32> = facets.iter().flat_map(|f| f.iter().copied()).collect();
+            rows(&mut b, &format!("{name}_vertices"), 3, arity, &vertices)?;
+            let side = at[0].0;
+            let line = if at.iter().all(|a| a.0 == side) {
+                let map = format!("{name}_{}", ["", "facets", "boundary"][side]);
+                let members: Vec<u32> = at.iter().map(|a| a.1).collect();
+                rows(&mut b, &map, side, 1, &members)?;
+                format!("maps {name}_vertices, {map}")
+            } else {
+                format!("map {name}_vertices; on both sides of the boundary, so no MeshData group")
+            };
+            said.push(format!("{name}: {} facets ({line})", g.members.len()));
+        }
+        Ok((b, said))
+    }
 }

@@ -12,7 +12,7 @@
 pub mod airfoil;
 pub mod geometry;
 pub mod gmsh;
-mod mesh_data;
+pub(crate) mod mesh_data;
 mod neutral;
 mod orient;
 #[cfg(not(target_arch = "wasm32"))]

@@ -288,19 +288,23 @@ pub struct MeshData {
     /// Physical groups: a Subset of the cells, the interior facets or the boundary facets,
     /// named as in the file (a group of facets on both sides of the boundary gives two).
     pub groups: Vec<crate::Subset>,
-    /// The cells whose vertex order was reversed to orient them, ascending.
+    /// The cells whose vertex order was reversed to orient them, ascending (in the mesh's
+    /// numbering; empty for a mesh read from a file, oriented when it was written).
     pub turned: Vec<u32>,
-    /// The facets and edges (of the oriented cells); `interior` and `boundary_facets` give
-    /// each set's element as a facet of it.
-    pub topology: Topology,
-    /// Interior facet k is `topology`'s facet `interior[k]`.
+    /// The whole mesh's facets and edges (of the oriented cells); `interior` and
+    /// `boundary_facets` give each set's element as a facet of it, in the mesh's numbering.
+    /// None for a mesh read from a file in blocks ([`MeshData::read`]): no rank holds it.
+    pub topology: Option<Topology>,
+    /// Interior facet k is `topology`'s facet `interior[k]` (empty without `topology`).
     pub interior: Vec<u32>,
-    /// Boundary facet k is `topology`'s facet `boundary_facets[k]`.
+    /// Boundary facet k is `topology`'s facet `boundary_facets[k]` (empty without
+    /// `topology`).
     pub boundary_facets: Vec<u32>,
     /// The cells' type.
     pub cell_type: CellType,
-    /// Vertex coordinates in f64 (the mesh's), for geometry in either precision.
-    pub(super) coords64: Vec<[f64; 3]>,
+    /// This rank's vertex coordinates (owned and halo, in local order) in f64, for geometry
+    /// and values in either precision.
+    pub(crate) coords64: Vec<[f64; 3]>,
 }
 
 impl MeshData {
