@@ -522,6 +522,43 @@ fn dirichlet_zeros_rows_and_columns_and_lifts_the_right_hand_side() {
     for v in (0..n).filter(|&v| fixed[v]) {
         assert_eq!(got[v] as f64, gv[v], "u[{v}] keeps g");
     }
+    // A time loop keeps A: the lifting kept by apply_keeping gives a later b (other values
+    // of g) what a condition on the matrix as assembled gives.
+    let (a2, b2) =
+        parloop::apps::poisson::assemble::<f32>(&ctx, "A2", &md.cell_vertices, &md.coords, &f)
+            .unwrap();
+    let u2 = ctx.dat_zeros::<f32>("u2", &md.vertices, 1).unwrap();
+    let lifting = bc.apply_keeping(&ctx, &a2, &b2, &u2, &g).unwrap();
+    let later = |p: [f64; 3]| 2.0 - p[0] + 0.5 * p[1];
+    let g2 = md.interpolate::<f32>(&ctx, "g2", later).unwrap();
+    let b0f: Vec<f32> = b0.iter().map(|&v| 0.5 * v as f32).collect();
+    let b3 = ctx.dat("b3", &md.vertices, 1, &b0f).unwrap();
+    lifting.apply(&ctx, &b3, &g2).unwrap();
+    let got = b3.data_ro().unwrap().to_vec();
+    for r in 0..n {
+        let want = match fixed[r] {
+            true => later(x[r]) as f32 as f64,
+            false => {
+                let known: f64 = (0..n)
+                    .filter(|&c| fixed[c])
+                    .map(|c| {
+                        k.get(&(r as u32, c as u32)).unwrap_or(&0.0) * later(x[c]) as f32 as f64
+                    })
+                    .sum();
+                b0f[r] as f64 - known
+            }
+        };
+        assert!(
+            (got[r] as f64 - want).abs() < 1e-5,
+            "later b[{r}] {} vs {want}",
+            got[r]
+        );
+    }
+    assert_eq!(
+        entries(&a2),
+        entries(&a),
+        "apply_keeping changes A as apply does"
+    );
     // A second condition before A is assembled again would lift b by zeroed columns.
     let e = bc
         .apply(&ctx, &a, &b, &u, &g)

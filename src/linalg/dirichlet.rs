@@ -15,7 +15,9 @@ use crate::{Context, Dat, Error, IterSpace, Kernel, Map, Real, Result};
 /// - b = g and u = g on the constrained nodes (so CG starts from the right values there).
 ///
 /// Every step is a par_loop: lazy, on the device, and on N ranks on every rank's part (a
-/// constrained node in another rank's halo zeroes the column here too).
+/// constrained node in another rank's halo zeroes the column here too). A time loop that
+/// keeps A and builds a new b each step applies the condition with
+/// [`Dirichlet::apply_keeping`] and then [`Lifting::apply`] on each b.
 ///
 /// ```
 /// # fn main() -> parloop::Result<()> {
@@ -112,8 +114,9 @@ impl<T: Real> Dirichlet<T> {
     /// initial guess `u` (see the type's docs): `b` and `u` of dim `a.block()` on the rows'
     /// set, `g` too (read on the constrained nodes only). Call it once, after assembling `a`
     /// and `b`: it changes both (a second call before `a` is assembled again is an error,
-    /// since its constrained columns, which the lifting needs, are zero). `u` may be `g`.
-    /// Recorded as par_loops, like the assembly.
+    /// since its constrained columns, which the lifting needs, are zero; a time loop that keeps
+    /// `a` uses [`Dirichlet::apply_keeping`]). `u` may be `g`. Recorded as par_loops, like the
+    /// assembly.
     #[track_caller]
     pub fn apply(
         &self,
@@ -123,9 +126,71 @@ impl<T: Real> Dirichlet<T> {
         u: &Dat<T>,
         g: &Dat<T>,
     ) -> Result<()> {
-        let s = &a.sparsity;
-        let (rows, bk) = (&s.rows, a.block());
         let what = format!("Dirichlet condition on Mat `{}`", a.values.name());
+        self.check(&what, a, b, g)?;
+        check_vectors(&what, a, &[(u, "u")])?;
+        if b.inner.id == u.inner.id {
+            return Err(Error::Usage(format!(
+                "{what}: b (`{}`) is also u; give b apart from u and g (b is rewritten while \
+                 they are read)",
+                b.name()
+            )));
+        }
+        if a.constrained.get() {
+            return Err(Error::Usage(format!(
+                "{what}: a Dirichlet condition was applied to it since it was assembled, so its \
+                 constrained columns are zero and b could not be lifted again; assemble it again \
+                 (Mat::zero and the assembly par_loop), or keep the lifting for later \
+                 right-hand sides with Dirichlet::apply_keeping"
+            )));
+        }
+        lift(ctx, &self.mask, a, b, g)?;
+        if u.inner.id != g.inner.id {
+            let (t, bk) = (T::DTYPE, a.block());
+            let kname = format!("pl_dirichlet_guess_{t}_{bk}");
+            let k = Kernel::new(
+                &kname,
+                format!(
+                    "fn {kname}(m: ptr<function, array<{t}, 1>>, g: ptr<function, array<{t}, \
+                     {bk}>>, u: ptr<function, array<{t}, {bk}>>) {{
+    if ((*m)[0] > {t}()) {{ for (var i = 0u; i < {bk}u; i++) {{ (*u)[i] = (*g)[i]; }} }}
+}}
+"
+                ),
+            );
+            let rows = &a.sparsity.rows;
+            ctx.par_loop(&k, rows, &[self.mask.read(), g.read(), u.rw()])?;
+        }
+        self.zero_rows_columns(ctx, a)?;
+        a.constrained.set(true);
+        Ok(())
+    }
+
+    /// [`Dirichlet::apply`], keeping a copy of `a`'s entries first (as much device memory as
+    /// `a`'s values) so that later right-hand sides get the condition without assembling `a`
+    /// again: a time loop that keeps its matrix calls [`Lifting::apply`] on each step's b.
+    #[track_caller]
+    pub fn apply_keeping(
+        &self,
+        ctx: &Context,
+        a: &Mat<T>,
+        b: &Dat<T>,
+        u: &Dat<T>,
+        g: &Dat<T>,
+    ) -> Result<Lifting<T>> {
+        let what = format!("Dirichlet condition on Mat `{}`", a.values.name());
+        self.check(&what, a, b, g)?;
+        let coupling = a.duplicate(ctx)?;
+        let mask = ctx.dat_zeros::<T>(self.mask.name(), self.mask.set(), 1)?;
+        ctx.copy(&self.mask, &mask)?;
+        self.apply(ctx, a, b, u, g)?;
+        Ok(Lifting { mask, coupling })
+    }
+
+    /// Refuses a non-square `a`, a mask off its rows, and `b` or `g` off its rows or aliased.
+    fn check(&self, what: &str, a: &Mat<T>, b: &Dat<T>, g: &Dat<T>) -> Result<()> {
+        let s = &a.sparsity;
+        let rows = &s.rows;
         if s.cols.id() != rows.id() {
             return Err(Error::Usage(format!(
                 "{what}: its rows are set `{}` and its columns set `{}`; a Dirichlet condition \
@@ -144,79 +209,14 @@ impl<T: Real> Dirichlet<T> {
                 rows.name()
             )));
         }
-        if b.inner.id == u.inner.id || b.inner.id == g.inner.id {
+        if b.inner.id == g.inner.id {
             return Err(Error::Usage(format!(
-                "{what}: b (`{}`) is also {}; give b apart from u and g (b is rewritten while they \
-                 are read)",
-                b.name(),
-                if b.inner.id == u.inner.id { "u" } else { "g" }
+                "{what}: b (`{}`) is also g; give b apart from u and g (b is rewritten while \
+                 they are read)",
+                b.name()
             )));
         }
-        if a.constrained.get() {
-            return Err(Error::Usage(format!(
-                "{what}: a Dirichlet condition was applied to it since it was assembled, so its \
-                 constrained columns are zero and b could not be lifted again; assemble it again \
-                 (Mat::zero and the assembly par_loop) before applying a condition to a new b"
-            )));
-        }
-        for (v, role) in [(b, "b"), (u, "u"), (g, "g")] {
-            if v.set().id() != rows.id() || v.dim() != bk {
-                return Err(Error::Usage(format!(
-                    "{what}: {role} (`{}`) is dim {} on set `{}`; give a Dat of dim {bk} (the \
-                     block) on the rows' set `{}`",
-                    v.name(),
-                    v.dim(),
-                    v.set().name(),
-                    rows.name()
-                )));
-            }
-        }
-        let t = T::DTYPE;
-        let vec = |name: &str, body: &str| {
-            Kernel::new(
-                name,
-                format!(
-                    "fn {name}(m: ptr<function, array<{t}, 1>>, g: ptr<function, array<{t}, {bk}>>, \
-                     v: ptr<function, array<{t}, {bk}>>) {{
-    for (var i = 0u; i < {bk}u; i++) {{ {body} }}
-}}
-"
-                ),
-            )
-        };
-        // Lifting: b -= A g0.
-        let g0 = ctx.dat_zeros::<T>(&format!("{} known values", a.values.name()), rows, bk)?;
-        let known = vec(
-            &format!("pl_dirichlet_known_{t}_{bk}"),
-            &format!("(*v)[i] = select({t}(), (*g)[i], (*m)[0] > {t}());"),
-        );
-        ctx.par_loop(&known, rows, &[self.mask.read(), g.read(), g0.write()])?;
-        let lift = ctx.dat_zeros::<T>(&format!("{} lifting", a.values.name()), rows, bk)?;
-        a.mult(ctx, &g0, &lift)?;
-        let k = Kernel::new(
-            format!("pl_dirichlet_rhs_{t}_{bk}"),
-            format!(
-                "fn pl_dirichlet_rhs_{t}_{bk}(m: ptr<function, array<{t}, 1>>, \
-                 g: ptr<function, array<{t}, {bk}>>, l: ptr<function, array<{t}, {bk}>>, \
-                 b: ptr<function, array<{t}, {bk}>>) {{
-    for (var i = 0u; i < {bk}u; i++) {{
-        (*b)[i] = select((*b)[i] - (*l)[i], (*g)[i], (*m)[0] > {t}());
-    }}
-}}
-"
-            ),
-        );
-        ctx.par_loop(&k, rows, &[self.mask.read(), g.read(), lift.read(), b.rw()])?;
-        let guess = vec(
-            &format!("pl_dirichlet_guess_{t}_{bk}"),
-            &format!("if ((*m)[0] > {t}()) {{ (*v)[i] = (*g)[i]; }}"),
-        );
-        if u.inner.id != g.inner.id {
-            ctx.par_loop(&guess, rows, &[self.mask.read(), g.read(), u.rw()])?;
-        }
-        self.zero_rows_columns(ctx, a)?;
-        a.constrained.set(true);
-        Ok(())
+        check_vectors(what, a, &[(b, "b"), (g, "g")])
     }
 
     /// Zeros the constrained rows and columns of `a`, 1 on their diagonal.
@@ -262,4 +262,84 @@ fn called(space: &IterSpace) -> String {
         .subset()
         .map_or(space.set().name(), |s| s.name())
         .to_string()
+}
+
+/// A Dirichlet condition's right-hand side for a matrix it was applied to
+/// ([`Dirichlet::apply_keeping`]): the matrix's entries from before its constrained columns
+/// were zeroed, so that each new b gets the lifting.
+pub struct Lifting<T: Real> {
+    mask: Dat<T>,
+    coupling: Mat<T>,
+}
+
+impl<T: Real> Lifting<T> {
+    /// b -= A g0 on the free rows (g0: `g` on the constrained nodes, 0 elsewhere) and b = `g`
+    /// on the constrained ones, as par_loops: the condition on a new right-hand side of the
+    /// system it was applied to (`g` may change from call to call).
+    #[track_caller]
+    pub fn apply(&self, ctx: &Context, b: &Dat<T>, g: &Dat<T>) -> Result<()> {
+        let what = format!("Dirichlet lifting of Mat `{}`", self.coupling.values.name());
+        if b.inner.id == g.inner.id {
+            return Err(Error::Usage(format!(
+                "{what}: b (`{}`) is also g; give b apart from g",
+                b.name()
+            )));
+        }
+        check_vectors(&what, &self.coupling, &[(b, "b"), (g, "g")])?;
+        lift(ctx, &self.mask, &self.coupling, b, g)
+    }
+}
+
+/// Refuses vectors off `a`'s rows or of another dim than its block, naming their role.
+fn check_vectors<T: Real>(what: &str, a: &Mat<T>, vectors: &[(&Dat<T>, &str)]) -> Result<()> {
+    let (rows, bk) = (&a.sparsity.rows, a.block());
+    for (v, role) in vectors {
+        if v.set().id() != rows.id() || v.dim() != bk {
+            return Err(Error::Usage(format!(
+                "{what}: {role} (`{}`) is dim {} on set `{}`; give a Dat of dim {bk} (the \
+                 block) on the rows' set `{}`",
+                v.name(),
+                v.dim(),
+                v.set().name(),
+                rows.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// b -= `a` g0 on the rows `mask` leaves free, b = g on the others (g0: g where `mask` is
+/// set, 0 elsewhere), as par_loops.
+fn lift<T: Real>(ctx: &Context, mask: &Dat<T>, a: &Mat<T>, b: &Dat<T>, g: &Dat<T>) -> Result<()> {
+    let (t, bk, rows) = (T::DTYPE, a.block(), &a.sparsity.rows);
+    let name = a.values.name();
+    let g0 = ctx.dat_zeros::<T>(&format!("{name} known values"), rows, bk)?;
+    let kname = format!("pl_dirichlet_known_{t}_{bk}");
+    let known = Kernel::new(
+        &kname,
+        format!(
+            "fn {kname}(m: ptr<function, array<{t}, 1>>, g: ptr<function, array<{t}, {bk}>>, \
+             v: ptr<function, array<{t}, {bk}>>) {{
+    for (var i = 0u; i < {bk}u; i++) {{ (*v)[i] = select({t}(), (*g)[i], (*m)[0] > {t}()); }}
+}}
+"
+        ),
+    );
+    ctx.par_loop(&known, rows, &[mask.read(), g.read(), g0.write()])?;
+    let product = ctx.dat_zeros::<T>(&format!("{name} lifting"), rows, bk)?;
+    a.mult(ctx, &g0, &product)?;
+    let kname = format!("pl_dirichlet_rhs_{t}_{bk}");
+    let k = Kernel::new(
+        &kname,
+        format!(
+            "fn {kname}(m: ptr<function, array<{t}, 1>>, g: ptr<function, array<{t}, {bk}>>, \
+             l: ptr<function, array<{t}, {bk}>>, b: ptr<function, array<{t}, {bk}>>) {{
+    for (var i = 0u; i < {bk}u; i++) {{
+        (*b)[i] = select((*b)[i] - (*l)[i], (*g)[i], (*m)[0] > {t}());
+    }}
+}}
+"
+        ),
+    );
+    ctx.par_loop(&k, rows, &[mask.read(), g.read(), product.read(), b.rw()])
 }

@@ -16,11 +16,11 @@ pub struct Mat<T: Real> {
     pub values: Dat<T>,
     block: usize,
     /// Each row's diagonal position within its slots (`width`: none), for the kernels.
-    pub(super) diag: Dat<u32>,
+    pub(super) diag: Rc<Dat<u32>>,
     /// Each row's number of entries, for the kernels.
-    pub(super) count: Dat<u32>,
+    pub(super) count: Rc<Dat<u32>>,
     /// On N ranks: each row's entries in owned columns (the first ones).
-    owned: Option<Dat<u32>>,
+    owned: Option<Rc<Dat<u32>>>,
     /// A Dirichlet condition zeroed columns since the last assembly (`inc`) or `zero`.
     pub(super) constrained: std::cell::Cell<bool>,
 }
@@ -65,9 +65,25 @@ impl<T: Real> Mat<T> {
             sparsity: s.clone(),
             values,
             block,
-            diag,
-            count,
-            owned,
+            diag: Rc::new(diag),
+            count: Rc::new(count),
+            owned: owned.map(Rc::new),
+            constrained: std::cell::Cell::new(false),
+        })
+    }
+
+    /// A copy of this matrix (its values copied by a par_loop; the layout shared).
+    pub(super) fn duplicate(&self, ctx: &Context) -> Result<Mat<T>> {
+        let name = format!("{} (copy)", self.values.name());
+        let values = ctx.dat_zeros::<T>(&name, &self.sparsity.slots, self.block * self.block)?;
+        ctx.copy(&self.values, &values)?;
+        Ok(Mat {
+            sparsity: self.sparsity.clone(),
+            values,
+            block: self.block,
+            diag: self.diag.clone(),
+            count: self.count.clone(),
+            owned: self.owned.clone(),
             constrained: std::cell::Cell::new(false),
         })
     }

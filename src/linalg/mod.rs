@@ -20,7 +20,7 @@ pub use bicgstab::bicgstab_async;
 #[cfg(not(target_arch = "wasm32"))]
 pub use cg::cg;
 pub use cg::cg_async;
-pub use dirichlet::Dirichlet;
+pub use dirichlet::{Dirichlet, Lifting};
 pub use mat::Mat;
 pub use solve::{Operator, SolveOptions, SolveReport};
 pub use sparsity::Sparsity;
