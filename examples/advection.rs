@@ -7,7 +7,7 @@
 //! triangles or quadrilaterals with a boundary group named by `--inlet` (default `inlet`).
 //! The same program runs on N ranks: `mpirun -np 3 target/release/examples/advection` (built
 //! with `--features mpi`); each rank steps its part of the mesh and writes its piece of each
-//! frame.
+//! frame. With `--features hdf5`, `--checkpoint ck.h5` writes c after the last step.
 //!
 //! The pattern, for a finite-volume code of your own:
 //! - `MeshData::new` orients the cells and splits the facets into interior ones (two cells,
@@ -54,6 +54,11 @@ struct Args {
     /// Write a frame every this many steps (0: none).
     #[arg(long, default_value_t = 50)]
     every: usize,
+    /// Write a checkpoint (HDF5: the mesh, c and the step, in global numbering) after the
+    /// last step.
+    #[cfg(feature = "hdf5")]
+    #[arg(long)]
+    checkpoint: Option<PathBuf>,
 }
 
 /// The problem: velocity, Courant number, steps, the inlet group.
@@ -270,6 +275,15 @@ fn run_main(a: Args) -> std::result::Result<(), Box<dyn std::error::Error>> {
         .transpose()?;
     let t = std::time::Instant::now();
     let o = solve(&ctx, &mesh, &p, |step, time, md, c| {
+        #[cfg(feature = "hdf5")]
+        if let (Some(path), true) = (&a.checkpoint, step == a.steps) {
+            let mut ck = parloop::h5::Checkpoint::new(&ctx);
+            ck.map(&md.cell_vertices)
+                .dat(&md.coords)?
+                .dat(c)?
+                .step(step as u64);
+            ck.write(path)?;
+        }
         let Some(s) = series.as_mut().filter(|_| step % a.every == 0) else {
             return Ok(());
         };

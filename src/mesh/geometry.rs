@@ -119,7 +119,8 @@ impl MeshData {
     }
 
     /// The mesh's geometry from `coords` (`self.coords`, or [`MeshData::coords_as`] for f64),
-    /// as three par_loops recorded now (see the module's definitions).
+    /// as three par_loops recorded now (see the module's definitions). The cells' alone:
+    /// [`cell_geometry`]`(ctx, md.cell_type, &md.cell_vertices, coords)`.
     ///
     /// ```
     /// # fn main() -> parloop::Result<()> {
