@@ -329,7 +329,7 @@ fn parloop_convert_writes_a_gmsh_mesh_the_wave_runs_on() {
     // The physical groups: sets with a map to their parent; the inlet's vertices lie on x = 0.
     assert!(said.contains("inlet: "), "{said}");
     assert!(
-        said.contains("fluid: 8339 cells (map fluid_cells)"),
+        said.contains("fluid: 8339 of cells (`fluid (cells)`), map fluid_cells"),
         "{said}"
     );
     let inlet = part.map_named("inlet_vertices").unwrap();

@@ -137,7 +137,8 @@ fn mesh_data_read_from_a_file_in_blocks_runs_the_same_program() {
     let path = std::env::temp_dir().join(format!("parloop-disk-{}.h5", std::process::id()));
     let (blocks, said) = MeshData::blocks(&ctx, &gmsh_meshes::disk(10), false).unwrap();
     assert!(
-        said.iter().any(|l| l.contains("upper_boundary")),
+        said.iter().any(|l| l.starts_with("upper: ")
+            && l.ends_with(" of boundary facets (`upper (boundary facets)`), map upper_vertices")),
         "{said:?}"
     );
     parloop::h5::write(&path, &blocks).unwrap();
@@ -165,6 +166,56 @@ fn mesh_data_read_from_a_file_in_blocks_runs_the_same_program() {
         .to_string();
     assert!(
         e.contains("no set `facets`") && e.contains("parloop convert"),
+        "{e}"
+    );
+    let _ = std::fs::remove_file(&path);
+}
+
+/// Files that are not in MeshData's layout, made by hand: one triangle, its three boundary
+/// facets, and a group of them; each defect is an error naming it.
+#[cfg(feature = "hdf5")]
+#[test]
+fn mesh_data_read_refuses_what_is_not_its_layout() {
+    use parloop::dist::BlockMesh;
+    let ctx = Context::new().unwrap();
+    let path = std::env::temp_dir().join(format!("parloop-bad-{}.h5", std::process::id()));
+    // `cells`: the triangle's vertex order; `group`: (its map's arity, its values).
+    let file = |cells: [u32; 3], group: (usize, Vec<u32>)| {
+        let mut b = BlockMesh::new(&ctx);
+        let [c, f, bf, v] = ["cells", "facets", "boundary facets", "vertices"].map(|n| {
+            let size = match n {
+                "cells" => 1,
+                "facets" => 0,
+                _ => 3,
+            };
+            b.set(n, size)
+        });
+        b.map("cell_vertices", c, v, 3, cells.to_vec()).unwrap();
+        b.map("facet_cells", f, c, 2, vec![]).unwrap();
+        b.map("facet_vertices", f, v, 2, vec![]).unwrap();
+        b.map("boundary_cell", bf, c, 1, vec![0, 0, 0]).unwrap();
+        b.map("boundary_vertices", bf, v, 2, vec![0, 1, 1, 2, 2, 0])
+            .unwrap();
+        b.dat("coords", v, 2, &[0.0f64, 0.0, 1.0, 0.0, 0.0, 1.0])
+            .unwrap();
+        let g = b.set("wall (boundary facets)", group.1.len() / group.0);
+        b.map("wall (boundary facets)", g, bf, group.0, group.1)
+            .unwrap();
+        parloop::h5::write(&path, &b).unwrap();
+        MeshData::read(&ctx, &path).map(|md| md.group("wall").unwrap().len())
+    };
+    assert_eq!(file([0, 1, 2], (1, vec![0, 2])).unwrap(), 2);
+    let e = file([0, 2, 1], (1, vec![0]))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("cell 0 is turned the wrong way"), "{e}");
+    let e = file([0, 1, 2], (2, vec![0, 1]))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("group map `wall (boundary facets)`") && e.contains("with arity 2"),
         "{e}"
     );
     let _ = std::fs::remove_file(&path);
@@ -216,16 +267,34 @@ fn parloop_convert_writes_op2_s_grid_airfoil_runs_on() {
 /// The cost of `MeshData::new` on N ranks: wall time and peak memory per rank for the unit
 /// square of `MESH_N` squares per side (2 MESH_N^2 triangles; 707 gives 10^6), printed by
 /// each rank (BENCHMARKS.md). `MESH_N=707 mpirun -np 4 <mpi_mesh test binary> --exact
-/// mesh_cost --ignored --nocapture`.
+/// mesh_cost --ignored --nocapture`; with `MESH_FILE=square.h5`, `MeshData::read` of that
+/// file, which `MESH_WRITE=1 MESH_FILE=square.h5` (one process) writes first.
 #[test]
 #[ignore = "a measurement: run by hand under mpirun"]
 fn mesh_cost() {
     let comm = Comm::world().unwrap();
     let ctx = Context::with_comm(Config::from_env().unwrap(), &comm).unwrap();
     let n: usize = std::env::var("MESH_N").map_or(707, |v| v.parse().unwrap());
-    let mesh = parloop::mesh::unit_square(n);
+    let file = std::env::var_os("MESH_FILE").map(std::path::PathBuf::from);
+    let (how, mesh) = match &file {
+        // MESH_WRITE=1: write the file (no measurement); else read it in blocks.
+        #[cfg(feature = "hdf5")]
+        Some(path) if std::env::var_os("MESH_WRITE").is_some() => {
+            let square = parloop::mesh::unit_square(n);
+            let (blocks, _) = MeshData::blocks(&ctx, &square, false).unwrap();
+            parloop::h5::write(path, &blocks).unwrap();
+            return;
+        }
+        Some(_) => ("MeshData::read", None),
+        None => ("MeshData::new", Some(parloop::mesh::unit_square(n))),
+    };
     let t = std::time::Instant::now();
-    let md = MeshData::new(&ctx, &mesh).unwrap();
+    let md = match (&mesh, &file) {
+        (Some(m), _) => MeshData::new(&ctx, m).unwrap(),
+        #[cfg(feature = "hdf5")]
+        (None, Some(path)) => MeshData::read(&ctx, path).unwrap(),
+        _ => unreachable!("MESH_FILE needs the hdf5 feature"),
+    };
     let ms = t.elapsed().as_secs_f64() * 1e3;
     let peak = std::fs::read_to_string("/proc/self/status")
         .unwrap()
@@ -234,11 +303,11 @@ fn mesh_cost() {
         .map(|l| l.split_whitespace().nth(1).unwrap().parse::<f64>().unwrap() / 1024.0)
         .unwrap();
     println!(
-        "rank {} of {}: {} cells in all, {} owned here; MeshData::new {ms:.0} ms; peak memory \
+        "rank {} of {}: {} cells in all, {} owned here; {how} {ms:.0} ms; peak memory \
          {peak:.0} MB",
         ctx.rank(),
         ctx.ranks(),
-        mesh.ncells(),
+        md.cells.global_size(),
         md.cells.size()
     );
 }

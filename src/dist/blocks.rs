@@ -192,6 +192,37 @@ impl BlockMesh {
             .position(|d| d.name == name && d.dtype == T::DTYPE)?;
         Some(GlobalDat(k, PhantomData))
     }
+    /// The type of the Dat named `name`, if there is one.
+    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+    pub(crate) fn dat_type(&self, name: &str) -> Option<DType> {
+        self.dats.iter().find(|d| d.name == name).map(|d| d.dtype)
+    }
+    /// The dim of the Dat named `name`, if there is one.
+    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+    pub(crate) fn dat_dim(&self, name: &str) -> Option<usize> {
+        self.dats.iter().find(|d| d.name == name).map(|d| d.dim)
+    }
+    /// A set's name.
+    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+    pub(crate) fn set_name(&self, s: GlobalSet) -> &str {
+        &self.sets[s.0].0
+    }
+    /// A map's source, target and arity.
+    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+    pub(crate) fn map_shape(&self, m: GlobalMap) -> (GlobalSet, GlobalSet, usize) {
+        let b = &self.maps[m.0].1;
+        (GlobalSet(b.from), GlobalSet(b.to), b.arity)
+    }
+    /// Keeps the Dats named in `names` only, each as u32 words (dim times its type's words):
+    /// what a reader that needs their host values moves, on any adapter (f64 included).
+    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+    pub(crate) fn keep_dats_as_words(&mut self, names: &[&str]) {
+        self.dats.retain(|d| names.contains(&d.name.as_str()));
+        for d in &mut self.dats {
+            d.dim *= d.dtype.words();
+            d.dtype = DType::U32;
+        }
+    }
     /// The names and global sizes of the sets, in declaration order.
     pub fn sets(&self) -> impl Iterator<Item = (&str, usize)> {
         self.sets.iter().map(|(n, s)| (n.as_str(), *s))

@@ -1,87 +1,105 @@
 //! [`MeshData::read`]: a mesh file in MeshData's layout read on every rank in blocks.
 
 use super::MeshFile;
-use crate::dist::{GlobalMap, GlobalSet, Partitioner};
-use crate::mesh::CellType;
-use crate::mesh::mesh_data::{MAPS, SETS};
+use crate::dist::{BlockMesh, GlobalMap, GlobalSet, Partitioner};
+use crate::mesh::mesh_data::{MAPS, SETS, group_set};
 use crate::mesh::topology::MeshData;
-use crate::{Context, Error, Result, Scalar};
+use crate::mesh::{CellType, Mesh};
+use crate::{Context, DType, Error, Result};
 use std::path::Path;
 
 impl MeshData {
     /// The mesh of a parloop mesh file in MeshData's layout ([`MeshData::blocks`]; `parloop
     /// convert mesh.msh mesh.h5` writes one), read on every rank of `ctx` in blocks: no rank
-    /// holds the whole mesh. The cells are partitioned with PT-Scotch (with the `ptscotch`
-    /// feature; else in blocks) and each rank keeps its part, as [`MeshData::new`] does; the
-    /// groups are the file's sets with a map `<name>_cells`, `<name>_facets` or
-    /// `<name>_boundary`. `topology`, `interior`, `boundary_facets` and `turned` are empty
-    /// (the file's cells were oriented when it was written). On one process, the whole mesh.
-    /// Collective: a missing file, or one without MeshData's sets and maps, is an error on
-    /// every rank naming what is missing.
+    /// holds the whole mesh (a group's member list excepted: every rank gets each group's
+    /// members). The cells are partitioned with PT-Scotch (with the `ptscotch` feature; else
+    /// in blocks) and each rank keeps its part, as [`MeshData::new`] does, the groups as
+    /// Subsets. `topology`, `interior`, `boundary_facets` and `turned` are empty (the cells
+    /// were oriented when the file was written). On one process, the whole mesh. Collective:
+    /// a missing file, or one whose sets and maps are not MeshData's (a map of another shape,
+    /// a cell turned the wrong way), is an error on every rank naming what is wrong.
     pub fn read(ctx: &Context, path: impl AsRef<Path>) -> Result<MeshData> {
         let path = path.as_ref();
-        let file = MeshFile::read(ctx, path)?;
-        let b = &file.mesh;
-        let missing = |what: &str, name: &str| {
+        let mut b = MeshFile::read(ctx, path)?.mesh;
+        let wrong = |why: String| {
             Error::Data(format!(
-                "{}: no {what} `{name}`: not a mesh in MeshData's layout (write one with \
-                 `parloop convert mesh.msh {}`)",
+                "{}: {why}: not a mesh in MeshData's layout (write one with `parloop convert \
+                 mesh.msh {}`)",
                 path.display(),
                 path.display()
             ))
         };
         let sets: Vec<GlobalSet> = SETS
             .iter()
-            .map(|&n| b.find_set(n).ok_or_else(|| missing("set", n)))
+            .map(|&n| b.find_set(n).ok_or_else(|| wrong(format!("no set `{n}`"))))
             .collect::<Result<_>>()?;
         let maps: Vec<GlobalMap> = MAPS
             .iter()
-            .map(|&n| b.find_map(n).ok_or_else(|| missing("map", n)))
+            .map(|&n| b.find_map(n).ok_or_else(|| wrong(format!("no map `{n}`"))))
             .collect::<Result<_>>()?;
-        let f64_coords = b.find_dat::<f64>("coords");
-        let f32_coords = b.find_dat::<f32>("coords");
-        if f64_coords.is_none() && f32_coords.is_none() {
-            return Err(missing("Dat", "coords"));
-        }
-        // Groups: (name, parent's index in SETS, the set, its map to the parent).
-        let mut groups = Vec::new();
-        for (name, _) in b.sets().filter(|(n, _)| !SETS.contains(n)) {
-            for (parent, suffix) in [(0, "cells"), (1, "facets"), (2, "boundary")] {
-                if let Some(m) = b.find_map(&format!("{name}_{suffix}")) {
-                    let set = b.find_set(name).expect("listed");
-                    groups.push((name.to_string(), parent, set, m));
-                }
-            }
-        }
-        let partitioner = if cfg!(feature = "ptscotch") {
-            Partitioner::Scotch
-        } else {
-            Partitioner::Block
-        };
-        let mut part = file.mesh.distribute(sets[0], partitioner)?;
-        let local_sets: Vec<crate::Set> = sets.iter().map(|&s| part.set(s)).collect();
-        let local_maps: Vec<crate::Map> = maps.iter().map(|&m| part.map(m)).collect();
-        let (coords64, dim) = match (f64_coords, f32_coords) {
-            (Some(c), _) => local_values(&part.dat(c)?),
-            (None, Some(c)) => local_values(&part.dat(c)?),
-            (None, None) => unreachable!("refused above"),
-        };
-        let cell_type = match (local_maps[0].arity(), dim) {
+        // The coordinates travel as words: read on the host only, on any adapter.
+        let dtype = [DType::F64, DType::F32]
+            .into_iter()
+            .find(|&t| b.dat_type("coords") == Some(t))
+            .ok_or_else(|| wrong("no Dat `coords` of f64 or f32 values".into()))?;
+        let dim = b.dat_dim("coords").expect("found above");
+        let arity = b.map_shape(maps[0]).2;
+        let cell_type = match (arity, dim) {
             (3, 2) => CellType::Triangle,
             (4, 2) => CellType::Quadrilateral,
             (4, 3) => CellType::Tetrahedron,
             (8, 3) => CellType::Hexahedron,
             (a, d) => {
-                return Err(Error::Data(format!(
-                    "{}: cells of {a} vertices in {d}-D are none of triangles, \
-                     quadrilaterals, tetrahedra or hexahedra",
-                    path.display()
+                return Err(wrong(format!(
+                    "cells of {a} vertices in {d}-D are none of triangles, quadrilaterals, \
+                     tetrahedra or hexahedra"
                 )));
             }
         };
+        let fa = match cell_type.dim() {
+            2 => 2,
+            _ if cell_type == CellType::Tetrahedron => 3,
+            _ => 4,
+        };
+        // (map, from, to, arity) as MeshData has them.
+        let shapes = [(0, 3, arity), (1, 0, 2), (1, 3, fa), (2, 0, 1), (2, 3, fa)];
+        for (k, &(from, to, arity)) in shapes.iter().enumerate() {
+            let want = (sets[from], sets[to], arity);
+            let (f, t, a) = b.map_shape(maps[k]);
+            if (f, t, a) != want {
+                return Err(wrong(format!(
+                    "map `{}` goes from `{}` to `{}` with arity {a}; MeshData's goes from `{}` \
+                     to `{}` with arity {arity}",
+                    MAPS[k],
+                    b.set_name(f),
+                    b.set_name(t),
+                    SETS[from],
+                    SETS[to]
+                )));
+            }
+        }
+        let groups = groups(&b, &sets, &wrong)?;
+        b.keep_dats_as_words(&["coords"]);
+        let words = b.find_dat::<u32>("coords").expect("kept");
+        let partitioner = if cfg!(feature = "ptscotch") {
+            Partitioner::Scotch
+        } else {
+            Partitioner::Block
+        };
+        let mut part = b.distribute(sets[0], partitioner)?;
+        let local_sets: Vec<crate::Set> = sets.iter().map(|&s| part.set(s)).collect();
+        let local_maps: Vec<crate::Map> = maps.iter().map(|&m| part.map(m)).collect();
+        let coords64 = points(&part.dat(words)?, dtype, dim);
+        let turned = first_turned(cell_type, &coords64, &local_maps[0], &local_sets[0]);
+        let turned = turned.map_or(Ok(()), |c| {
+            Err(wrong(format!(
+                "cell {c} is turned the wrong way (negative measure)"
+            )))
+        });
+        ctx.agree(turned, "checking the cells' orientation")?;
         let mut subsets = Vec::new();
         for (name, parent, set, map) in groups {
-            let members = group_members(ctx, &part.set(set), &part.map(map), &local_sets[parent]);
+            let members = members(ctx, &part.set(set), &part.map(map), &local_sets[parent]);
             subsets.push(part.subset(&name, sets[parent], &members)?);
         }
         MeshData::assemble(
@@ -90,34 +108,86 @@ impl MeshData {
     }
 }
 
-/// A coordinates Dat's local values (owned and halo) as points, and their dimension.
-fn local_values<T: Scalar + Into<f64>>(dat: &crate::Dat<T>) -> (Vec<[f64; 3]>, usize) {
+/// The file's groups: (name, its parent's index in SETS, its set, its map to the parent),
+/// each map checked (from the group's set to the parent, arity 1).
+#[allow(clippy::type_complexity)]
+fn groups(
+    b: &BlockMesh,
+    sets: &[GlobalSet],
+    wrong: &dyn Fn(String) -> Error,
+) -> Result<Vec<(String, usize, GlobalSet, GlobalMap)>> {
+    let mut out = Vec::new();
+    for (name, _) in b.sets() {
+        for (parent, &on) in SETS[..3].iter().enumerate() {
+            let Some(group) = group_set(name, on) else {
+                continue;
+            };
+            let map = b.find_map(name).ok_or_else(|| {
+                wrong(format!(
+                    "group set `{name}` has no map of its name to `{on}`"
+                ))
+            })?;
+            let set = b.find_set(name).expect("listed");
+            let (f, t, a) = b.map_shape(map);
+            if (f, t, a) != (set, sets[parent], 1) {
+                return Err(wrong(format!(
+                    "group map `{name}` goes from `{}` to `{}` with arity {a}; a group of {on} \
+                     goes from its set `{name}` to `{on}` with arity 1",
+                    b.set_name(f),
+                    b.set_name(t)
+                )));
+            }
+            out.push((group.to_string(), parent, set, map));
+        }
+    }
+    Ok(out)
+}
+
+/// The coordinates' local values (owned and halo) as points, from their words.
+fn points(dat: &crate::Dat<u32>, dtype: DType, dim: usize) -> Vec<[f64; 3]> {
     let words = dat.inner.host.borrow();
-    let values: Vec<T> = bytemuck::pod_collect_to_vec(&words[..]);
-    let d = dat.dim();
-    let points = values
-        .chunks_exact(d)
+    let values: Vec<f64> = match dtype {
+        DType::F64 => bytemuck::pod_collect_to_vec::<u32, f64>(&words[..]),
+        _ => words.iter().map(|&w| f32::from_bits(w) as f64).collect(),
+    };
+    values
+        .chunks_exact(dim)
         .map(|c| {
             let mut x = [0.0; 3];
-            c.iter().enumerate().for_each(|(k, &v)| x[k] = v.into());
+            x[..dim].copy_from_slice(c);
             x
         })
-        .collect();
-    (points, d)
+        .collect()
+}
+
+/// The first of this rank's owned cells (a global number) whose measure is negative.
+fn first_turned(
+    t: CellType,
+    coords: &[[f64; 3]],
+    cell_vertices: &crate::Map,
+    cells: &crate::Set,
+) -> Option<u32> {
+    let n = t.vertices();
+    let owned = cells.size();
+    let local = Mesh {
+        coords: coords.to_vec(),
+        cell_type: t,
+        cells: cell_vertices.values()[..owned * n].to_vec(),
+        facets: Vec::new(),
+        groups: Vec::new(),
+    };
+    let ids = cells.global_ids();
+    (0..owned)
+        .find(|&c| local.signed_measure(c).is_some_and(|m| m < 0.0))
+        .map(|c| ids.map_or(c as u32, |ids| ids[c]))
 }
 
 /// Every member of a group (its parent's global numbers, ascending), on every rank: each rank
 /// gives its owned elements' targets, rank 0 joins them and sends the list to all.
-fn group_members(
-    ctx: &Context,
-    set: &crate::Set,
-    map: &crate::Map,
-    parent: &crate::Set,
-) -> Vec<u32> {
-    let ids = parent.global_ids().unwrap_or_default();
+fn members(ctx: &Context, set: &crate::Set, map: &crate::Map, parent: &crate::Set) -> Vec<u32> {
     let owned: Vec<u32> = map.values()[..set.size()]
         .iter()
-        .map(|&l| ids.get(l as usize).copied().unwrap_or(l))
+        .map(|&l| parent.global_ids().map_or(l, |ids| ids[l as usize]))
         .collect();
     let comm = ctx.comm();
     let what = format!("gathering the members of group `{}`", set.name());

@@ -111,6 +111,9 @@ impl MeshData {
         whole: Option<Whole>,
     ) -> Result<MeshData> {
         let d = cell_type.dim();
+        // Only the mesh's dimensions count (z = 0 in 2-D, whatever the file held).
+        let mut coords64 = coords64;
+        coords64.iter_mut().for_each(|x| x[d..].fill(0.0));
         let xyz: Vec<f32> = coords64
             .iter()
             .flat_map(|x| x[..d].iter().map(|&v| v as f32))
@@ -232,15 +235,22 @@ pub(crate) fn lists(m: &Mesh, t: &Topology) -> Result<Lists> {
     })
 }
 
+/// A group's set and map in a mesh file: `<group> (<parent>)`, e.g. `inlet (boundary
+/// facets)`. Given a set's name and a parent's, the group's name if the set is one of it.
+pub(crate) fn group_set<'a>(name: &'a str, parent: &str) -> Option<&'a str> {
+    name.strip_suffix(&format!(" ({parent})"))
+}
+
 impl MeshData {
     /// `m` in MeshData's layout as the blocks of a parloop mesh file (`h5::write` writes them;
     /// `parloop convert` does both): the cells oriented; sets `cells`, `facets`, `boundary
     /// facets` and `vertices`; the five maps of [`MeshData`]; Dat `coords` (f64, or f32 with
-    /// `coords_f32`); each physical group a set `<name>` with a map of its members to their
-    /// parent: `<name>_cells`, `<name>_boundary` or `<name>_facets` (a group of facets on both
-    /// sides of the boundary has none), and for a group of facets `<name>_vertices` (each
-    /// facet's vertices). Every rank gives the whole mesh and declares its blocks of it. Also
-    /// returns a line per group: what it became, or why it was left out.
+    /// `coords_f32`); each group of [`MeshData::new`] a set and a map of its members to their
+    /// parent, both named `<name> (<parent>)` (`inlet (boundary facets)`). For other readers
+    /// each physical group is also a set `<name>` with map `<name>_cells` (a group of cells)
+    /// or `<name>_vertices` (a group of facets: their vertices), where those names are free.
+    /// Every rank gives the whole mesh and declares its blocks of it. Also returns a line per
+    /// physical group: what it became.
     pub fn blocks(
         ctx: &Context,
         m: &Mesh,
@@ -275,77 +285,41 @@ impl MeshData {
         } else {
             b.dat("coords", sets[3], d, &xyz.collect::<Vec<_>>())?;
         }
-        // Each topology facet's (set, index): 1 interior, 2 boundary.
-        let mut place = vec![(0, 0u32); t.nfacets()];
-        for (set, list) in [(1, &l.interior), (2, &l.boundary)] {
-            for (k, &f) in list.iter().enumerate() {
-                place[f] = (set, k as u32);
-            }
-        }
+        // A set `set` of `all.len() / arity` elements and a map `map` to set `to`, where both
+        // names are free; whether they were.
+        let declare =
+            |b: &mut crate::dist::BlockMesh, set: &str, map: &str, to, arity, all: &[u32]| {
+                if b.find_set(set).is_some() || b.find_map(map).is_some() {
+                    return Ok(false);
+                }
+                let s = b.set(set, all.len() / arity);
+                let r = b.range(s);
+                let rows = all[r.start * arity..r.end * arity].to_vec();
+                b.map(map, s, sets[to], arity, rows).map(|_| true)
+            };
         let mut said = Vec::new();
         for g in &m.groups {
-            let name = g.name.as_str();
-            let taken = b.find_set(name).is_some()
-                || ["cells", "boundary", "facets", "vertices"]
-                    .iter()
-                    .any(|s| b.find_map(&format!("{name}_{s}")).is_some());
-            if taken || name.is_empty() || name.contains('/') || name == "." {
-                said.push(format!(
-                    "group `{name}` left out: its name is taken or not a file name"
-                ));
-                continue;
+            let name = &g.name;
+            let mut line = Vec::new();
+            for (_, on, members) in l.groups.iter().filter(|(n, _, _)| n == name) {
+                let both = format!("{name} ({})", SETS[*on]);
+                match declare(&mut b, &both, &both, *on, 1, members)? {
+                    true => line.push(format!("{} of {} (`{both}`)", members.len(), SETS[*on])),
+                    false => line.push(format!("`{both}` left out: the name is taken")),
+                }
             }
-            let rows = |b: &mut crate::dist::BlockMesh, map: &str, to, arity, all: &[u32]| {
-                let s = b.find_set(name).expect("declared below");
-                let r = b.range(s);
-                b.map(
-                    map,
-                    s,
-                    sets[to],
-                    arity,
-                    all[r.start * arity..r.end * arity].to_vec(),
-                )
-            };
-            if g.dim == m.dim() {
-                b.set(name, g.members.len());
-                rows(&mut b, &format!("{name}_cells"), 0, 1, &g.members)?;
-                said.push(format!(
-                    "{name}: {} cells (map {name}_cells)",
-                    g.members.len()
-                ));
-                continue;
-            }
-            if g.dim + 1 != m.dim() {
-                said.push(format!("group `{name}` left out: of dimension {}", g.dim));
-                continue;
-            }
-            let facets: Vec<&Vec<u32>> = g.members.iter().map(|&f| &m.facets[f as usize]).collect();
-            let arity = t.facet_arity;
-            if facets.iter().any(|f| f.len() != arity) {
-                said.push(format!(
-                    "group `{name}` left out: its elements are not facets of {}s",
-                    m.cell_type.name()
-                ));
-                continue;
-            }
-            // `lists` found every tagged facet among the cells' facets.
-            let at: Vec<(usize, u32)> = facets
-                .iter()
-                .map(|f| place[t.facet_of(f).expect("checked by lists") as usize])
-                .collect();
-            b.set(name, g.members.len());
-            let vertices: Vec<u32> = facets.iter().flat_map(|f| f.iter().copied()).collect();
-            rows(&mut b, &format!("{name}_vertices"), 3, arity, &vertices)?;
-            let side = at[0].0;
-            let line = if at.iter().all(|a| a.0 == side) {
-                let map = format!("{name}_{}", ["", "facets", "boundary"][side]);
-                let members: Vec<u32> = at.iter().map(|a| a.1).collect();
-                rows(&mut b, &map, side, 1, &members)?;
-                format!("maps {name}_vertices, {map}")
+            let plain = if g.dim == m.dim() {
+                let map = format!("{name}_cells");
+                declare(&mut b, name, &map, 0, 1, &g.members)?.then_some(map)
             } else {
-                format!("map {name}_vertices; on both sides of the boundary, so no MeshData group")
+                let facets = g.members.iter().map(|&f| &m.facets[f as usize]);
+                let vertices: Vec<u32> = facets.flatten().copied().collect();
+                let (arity, map) = (t.facet_arity, format!("{name}_vertices"));
+                let fits = vertices.len() == g.members.len() * arity;
+                (fits && declare(&mut b, name, &map, 3, arity, &vertices)?).then_some(map)
             };
-            said.push(format!("{name}: {} facets ({line})", g.members.len()));
+            line.extend(plain.map(|map| format!("map {map}")));
+            said.push(format!("{name}: {}", line.join(", ")));
         }
         Ok((b, said))
     }

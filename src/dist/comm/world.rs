@@ -62,7 +62,18 @@ impl Comm {
         }
         #[cfg(not(all(feature = "mpi", not(target_arch = "wasm32"))))]
         if launched {
-            log::warn!("started by an MPI launcher, but parloop was built without `mpi`");
+            // Several copies of a one-process program would write the same files.
+            let size = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
+                .iter()
+                .find_map(|v| std::env::var(v).ok()?.parse::<usize>().ok());
+            if size.is_some_and(|n| n > 1) {
+                return Err(crate::error::Error::Usage(format!(
+                    "started by an MPI launcher on {} processes, but parloop was built \
+                     without the `mpi` feature: build with `--features mpi` (or run one \
+                     process)",
+                    size.unwrap_or(0)
+                )));
+            }
         }
         Ok(Comm::single())
     }
