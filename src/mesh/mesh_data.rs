@@ -236,7 +236,14 @@ pub(crate) fn lists(m: &Mesh, t: &Topology) -> Result<Lists> {
 }
 
 /// A group's set and map in a mesh file: `<group> (<parent>)`, e.g. `inlet (boundary
-/// facets)`. Given a set's name and a parent's, the group's name if the set is one of it.
+/// facets)`.
+fn group_set_name(group: &str, parent: &str) -> String {
+    format!("{group} ({parent})")
+}
+
+/// Given a set's name and a parent's, the group's name if the set is one of it
+/// ([`group_set_name`]'s inverse).
+#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
 pub(crate) fn group_set<'a>(name: &'a str, parent: &str) -> Option<&'a str> {
     name.strip_suffix(&format!(" ({parent})"))
 }
@@ -302,7 +309,7 @@ impl MeshData {
             let name = &g.name;
             let mut line = Vec::new();
             for (_, on, members) in l.groups.iter().filter(|(n, _, _)| n == name) {
-                let both = format!("{name} ({})", SETS[*on]);
+                let both = group_set_name(name, SETS[*on]);
                 match declare(&mut b, &both, &both, *on, 1, members)? {
                     true => line.push(format!("{} of {} (`{both}`)", members.len(), SETS[*on])),
                     false => line.push(format!("`{both}` left out: the name is taken")),
