@@ -192,15 +192,11 @@ impl BlockMesh {
             .position(|d| d.name == name && d.dtype == T::DTYPE)?;
         Some(GlobalDat(k, PhantomData))
     }
-    /// The type of the Dat named `name`, if there is one.
+    /// The set, dim and type of the Dat named `name`, if there is one.
     #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
-    pub(crate) fn dat_type(&self, name: &str) -> Option<DType> {
-        self.dats.iter().find(|d| d.name == name).map(|d| d.dtype)
-    }
-    /// The dim of the Dat named `name`, if there is one.
-    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
-    pub(crate) fn dat_dim(&self, name: &str) -> Option<usize> {
-        self.dats.iter().find(|d| d.name == name).map(|d| d.dim)
+    pub(crate) fn dat_shape(&self, name: &str) -> Option<(GlobalSet, usize, DType)> {
+        let d = self.dats.iter().find(|d| d.name == name)?;
+        Some((GlobalSet(d.set), d.dim, d.dtype))
     }
     /// A set's name.
     #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]

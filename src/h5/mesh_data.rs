@@ -38,11 +38,10 @@ impl MeshData {
             .map(|&n| b.find_map(n).ok_or_else(|| wrong(format!("no map `{n}`"))))
             .collect::<Result<_>>()?;
         // The coordinates travel as words: read on the host only, on any adapter.
-        let dtype = [DType::F64, DType::F32]
-            .into_iter()
-            .find(|&t| b.dat_type("coords") == Some(t))
-            .ok_or_else(|| wrong("no Dat `coords` of f64 or f32 values".into()))?;
-        let dim = b.dat_dim("coords").expect("found above");
+        let (_, dim, dtype) = b
+            .dat_shape("coords")
+            .filter(|&(on, _, t)| on == sets[3] && matches!(t, DType::F64 | DType::F32))
+            .ok_or_else(|| wrong("no Dat `coords` of f64 or f32 values on `vertices`".into()))?;
         let arity = b.map_shape(maps[0]).2;
         let cell_type = match (arity, dim) {
             (3, 2) => CellType::Triangle,
@@ -56,11 +55,7 @@ impl MeshData {
                 )));
             }
         };
-        let fa = match cell_type.dim() {
-            2 => 2,
-            _ if cell_type == CellType::Tetrahedron => 3,
-            _ => 4,
-        };
+        let fa = crate::mesh::geometry::facet_arity(cell_type);
         // (map, from, to, arity) as MeshData has them.
         let shapes = [(0, 3, arity), (1, 0, 2), (1, 3, fa), (2, 0, 1), (2, 3, fa)];
         for (k, &(from, to, arity)) in shapes.iter().enumerate() {
@@ -122,11 +117,11 @@ fn groups(
             let Some(group) = group_set(name, on) else {
                 continue;
             };
-            let map = b.find_map(name).ok_or_else(|| {
-                wrong(format!(
-                    "group set `{name}` has no map of its name to `{on}`"
-                ))
-            })?;
+            // A set without a map of its name is some other set (a physical group named
+            // like one, kept for other readers).
+            let Some(map) = b.find_map(name) else {
+                continue;
+            };
             let set = b.find_set(name).expect("listed");
             let (f, t, a) = b.map_shape(map);
             if (f, t, a) != (set, sets[parent], 1) {

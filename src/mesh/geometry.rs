@@ -145,7 +145,7 @@ impl MeshData {
 }
 
 /// Vertices of each facet of a cell type.
-fn facet_arity(t: CellType) -> usize {
+pub(crate) fn facet_arity(t: CellType) -> usize {
     match t {
         CellType::Triangle | CellType::Quadrilateral => 2,
         CellType::Tetrahedron => 3,

@@ -307,6 +307,12 @@ impl MeshData {
         let mut said = Vec::new();
         for g in &m.groups {
             let name = &g.name;
+            if name.contains('/') || name == "." {
+                said.push(format!(
+                    "group `{name}` left out: an HDF5 file cannot name an object so"
+                ));
+                continue;
+            }
             let mut line = Vec::new();
             for (_, on, members) in l.groups.iter().filter(|(n, _, _)| n == name) {
                 let both = group_set_name(name, SETS[*on]);

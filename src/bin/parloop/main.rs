@@ -91,8 +91,9 @@ mod cli {
         },
         /// Convert a Gmsh mesh (`.msh`) or OP2's Airfoil grid (`new_grid.dat`) into a parloop
         /// mesh file (HDF5), which every rank of a distributed run reads only its blocks of.
-        /// Gmsh's physical groups become sets with a map to their parent (`<group>_cells` or
-        /// `<group>_vertices`).
+        /// A Gmsh mesh is written in MeshData's layout (`MeshData::read` reads it), each
+        /// physical group as a set and a map `<group> (<parent>)`, and also as a set with map
+        /// `<group>_cells` or `<group>_vertices` where those names are free.
         #[cfg(feature = "hdf5")]
         Convert {
             /// The mesh to read.

@@ -66,13 +66,19 @@ impl Comm {
             let size = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
                 .iter()
                 .find_map(|v| std::env::var(v).ok()?.parse::<usize>().ok());
-            if size.is_some_and(|n| n > 1) {
-                return Err(crate::error::Error::Usage(format!(
-                    "started by an MPI launcher on {} processes, but parloop was built \
-                     without the `mpi` feature: build with `--features mpi` (or run one \
-                     process)",
-                    size.unwrap_or(0)
-                )));
+            match size {
+                Some(n) if n > 1 => {
+                    return Err(crate::error::Error::Usage(format!(
+                        "started by an MPI launcher on {n} processes, but parloop was built \
+                         without the `mpi` feature: build with `--features mpi` (or run one \
+                         process)"
+                    )));
+                }
+                Some(_) => {}
+                None => log::warn!(
+                    "started by an MPI launcher, but parloop was built without `mpi`: this \
+                     process runs alone"
+                ),
             }
         }
         Ok(Comm::single())
