@@ -567,6 +567,12 @@ fn dirichlet_zeros_rows_and_columns_and_lifts_the_right_hand_side() {
         .to_string();
     assert!(e.contains("assemble it again"), "{e}");
     let e = bc
+        .apply_keeping(&ctx, &a, &b, &u, &g)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("there is no lifting left to keep"), "{e}");
+    let e = bc
         .apply(&ctx, &a, &b, &b, &g)
         .err()
         .expect("refused")

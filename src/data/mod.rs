@@ -126,7 +126,9 @@ impl Set {
     pub fn name(&self) -> &str {
         &self.0.name
     }
-    /// Elements a par_loop over this set computes (core and owned).
+    /// Elements a par_loop over this set computes (core and owned): on N ranks, this rank's
+    /// owned elements ([`Set::global_size`] counts them over the ranks, [`Set::total`] adds
+    /// the halos).
     pub fn size(&self) -> usize {
         self.0.sections.core + self.0.sections.owned
     }

@@ -198,6 +198,19 @@ impl BlockMesh {
         let d = self.dats.iter().find(|d| d.name == name)?;
         Some((GlobalSet(d.set), d.dim, d.dtype))
     }
+    /// This rank's block of a map's rows (global targets).
+    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+    pub(crate) fn map_rows(&self, m: GlobalMap) -> &[u32] {
+        &self.maps[m.0].1.rows
+    }
+    /// This rank's block of the values of the Dat named `name`, as words.
+    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+    pub(crate) fn dat_block(&self, name: &str) -> Option<&[u32]> {
+        self.dats
+            .iter()
+            .find(|d| d.name == name)
+            .map(|d| &d.words[..])
+    }
     /// A set's name.
     #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
     pub(crate) fn set_name(&self, s: GlobalSet) -> &str {

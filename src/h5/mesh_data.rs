@@ -20,7 +20,15 @@ impl MeshData {
     /// a cell turned the wrong way), is an error on every rank naming what is wrong.
     pub fn read(ctx: &Context, path: impl AsRef<Path>) -> Result<MeshData> {
         let path = path.as_ref();
-        let mut b = MeshFile::read(ctx, path)?.mesh;
+        let mut b = MeshFile::read(ctx, path)
+            .map_err(|e| {
+                Error::Data(format!(
+                    "{e} (MeshData::read takes a parloop mesh file: `parloop convert mesh.msh \
+                     mesh.h5` writes one; a Gmsh file is read by gmsh::read_file and \
+                     MeshData::new)"
+                ))
+            })?
+            .mesh;
         let wrong = |why: String| {
             Error::Data(format!(
                 "{}: {why}: not a mesh in MeshData's layout (write one with `parloop convert \
@@ -75,16 +83,45 @@ impl MeshData {
         }
         let groups = groups(&b, &sets, &wrong)?;
         b.keep_dats_as_words(&["coords"]);
-        let words = b.find_dat::<u32>("coords").expect("kept");
-        let partitioner = if cfg!(feature = "ptscotch") {
-            Partitioner::Scotch
+        let (local_sets, local_maps, coords64, subsets) = if ctx.ranks() == 1 {
+            // One process: the blocks are the whole mesh, made as MeshData::new makes it.
+            let size = |s: GlobalSet| b.sets().nth(s.0).map_or(0, |(_, n)| n);
+            let local_sets: Vec<crate::Set> = sets
+                .iter()
+                .map(|&s| crate::Set::new(b.set_name(s), size(s)))
+                .collect();
+            let mut local_maps = Vec::new();
+            for (k, &(from, to, arity)) in shapes.iter().enumerate() {
+                let (f, t) = (&local_sets[from], &local_sets[to]);
+                local_maps.push(crate::Map::new(MAPS[k], f, t, arity, b.map_rows(maps[k]))?);
+            }
+            let coords64 = points(b.dat_block("coords").expect("kept"), dtype, dim);
+            let mut subsets = Vec::new();
+            for (name, parent, _, map) in groups {
+                let mut members = b.map_rows(map).to_vec();
+                members.sort_unstable();
+                members.dedup();
+                subsets.push(crate::Subset::new(name, &local_sets[parent], &members)?);
+            }
+            (local_sets, local_maps, coords64, subsets)
         } else {
-            Partitioner::Block
+            let words = b.find_dat::<u32>("coords").expect("kept");
+            let partitioner = if cfg!(feature = "ptscotch") {
+                Partitioner::Scotch
+            } else {
+                Partitioner::Block
+            };
+            let mut part = b.distribute(sets[0], partitioner)?;
+            let local_sets: Vec<crate::Set> = sets.iter().map(|&s| part.set(s)).collect();
+            let local_maps: Vec<crate::Map> = maps.iter().map(|&m| part.map(m)).collect();
+            let coords64 = points(&part.dat(words)?.inner.host.borrow(), dtype, dim);
+            let mut subsets = Vec::new();
+            for (name, parent, set, map) in groups {
+                let members = members(ctx, &part.set(set), &part.map(map), &local_sets[parent]);
+                subsets.push(part.subset(&name, sets[parent], &members)?);
+            }
+            (local_sets, local_maps, coords64, subsets)
         };
-        let mut part = b.distribute(sets[0], partitioner)?;
-        let local_sets: Vec<crate::Set> = sets.iter().map(|&s| part.set(s)).collect();
-        let local_maps: Vec<crate::Map> = maps.iter().map(|&m| part.map(m)).collect();
-        let coords64 = points(&part.dat(words)?, dtype, dim);
         let turned = first_turned(cell_type, &coords64, &local_maps[0], &local_sets[0]);
         let turned = turned.map_or(Ok(()), |c| {
             Err(wrong(format!(
@@ -92,11 +129,6 @@ impl MeshData {
             )))
         });
         ctx.agree(turned, "checking the cells' orientation")?;
-        let mut subsets = Vec::new();
-        for (name, parent, set, map) in groups {
-            let members = members(ctx, &part.set(set), &part.map(map), &local_sets[parent]);
-            subsets.push(part.subset(&name, sets[parent], &members)?);
-        }
         MeshData::assemble(
             ctx, cell_type, local_sets, local_maps, subsets, coords64, None,
         )
@@ -139,10 +171,9 @@ fn groups(
 }
 
 /// The coordinates' local values (owned and halo) as points, from their words.
-fn points(dat: &crate::Dat<u32>, dtype: DType, dim: usize) -> Vec<[f64; 3]> {
-    let words = dat.inner.host.borrow();
+fn points(words: &[u32], dtype: DType, dim: usize) -> Vec<[f64; 3]> {
     let values: Vec<f64> = match dtype {
-        DType::F64 => bytemuck::pod_collect_to_vec::<u32, f64>(&words[..]),
+        DType::F64 => bytemuck::pod_collect_to_vec::<u32, f64>(words),
         _ => words.iter().map(|&w| f32::from_bits(w) as f64).collect(),
     };
     values

@@ -180,6 +180,14 @@ impl<T: Real> Dirichlet<T> {
     ) -> Result<Lifting<T>> {
         let what = format!("Dirichlet condition on Mat `{}`", a.values.name());
         self.check(&what, a, b, g)?;
+        if a.constrained.get() {
+            return Err(Error::Usage(format!(
+                "{what}: a Dirichlet condition was applied to it since it was assembled, so its \
+                 constrained columns are zero and there is no lifting left to keep; call \
+                 apply_keeping once, right after the assembly, and Lifting::apply on each later \
+                 right-hand side"
+            )));
+        }
         let coupling = a.duplicate(ctx)?;
         let mask = ctx.dat_zeros::<T>(self.mask.name(), self.mask.set(), 1)?;
         ctx.copy(&self.mask, &mask)?;
