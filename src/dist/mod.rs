@@ -1,5 +1,8 @@
-//! Distribution of a mesh over ranks (OP2's `op_partition`), the pure part: no MPI, no device.
-//! From global sets and maps and an owner for every element of one primary set, it derives the
+//! Distribution of a mesh over ranks (OP2's `op_partition`).
+//!
+//! [`Distribution`] (global arrays on every rank) and [`BlockMesh`] (each rank its blocks)
+//! declare the mesh; [`Comm`] is the communicator. From global sets and maps and an owner for
+//! every element of one primary set, the distribution derives the
 //! owner of every element of every other set (through the maps), then builds for each rank its
 //! local sets numbered core | owned | exec halo | non-exec halo, its local maps, and per
 //! neighbouring rank the lists of elements to send and to receive when a halo is exchanged.
@@ -14,9 +17,6 @@
 //!
 //! Within a section elements keep their global order. A halo element is received from its
 //! owner, where it is owned, so both sides of an exchange list it in the same order.
-//!
-//! Owns: pure functions from sizes and map values to local numberings. Must never: know about
-//! MPI, wgpu or Dats (the runtime moves values with these lists).
 
 mod blockgraph;
 pub(crate) mod blocks;

@@ -1,10 +1,9 @@
-//! The loop-graph partitioner: given computations with a location (and target), a persistence
-//! and an availability (seed 000), find the fewest loops that compute them all in a valid order.
+//! The loop-graph partitioner.
 //!
-//! Owns: the model ([`Graph`]), the algorithms (`best`, `exact`, `list`, `moose`, `tvm`), the lower
-//! bounds, the validator, and the JSON/dot/text formats of the `parloop partition` CLI.
-//! Must never: know about Dats, kernels or GPUs. It is a pure function of its input; the fusion
-//! pass maps a forced trace onto it.
+//! Given computations with a location (and target), a persistence and an availability, it
+//! finds the fewest loops that compute them all in a valid order: the model ([`Graph`]), the
+//! algorithms (`best`, `exact`, `list`, `moose`, `tvm`), the lower bounds, the validator, and
+//! the JSON/dot/text formats of the `parloop partition` CLI.
 
 mod constraints;
 mod exact;

@@ -1,11 +1,10 @@
-//! Sparse linear algebra on the device (issue 26): a [`Sparsity`] built from pairs of maps, a
-//! [`Mat`] assembled by par_loops (PyOP2's `Mat`), and Krylov solvers whose iterations never
-//! wait for the host: conjugate gradients ([`cg`]) and BiCGStab ([`bicgstab`]).
+//! Sparse matrices and Krylov solvers on the device.
 //!
-//! `cg` and `bicgstab` block on their residual checks (native); `cg_async` and
-//! `bicgstab_async` await them (the browser's).
-//!
-//! Owns: matrices and solvers. Must never: touch the device except through par_loops.
+//! A [`Sparsity`] is built from pairs of maps, a [`Mat`] is assembled by par_loops (PyOP2's
+//! `Mat`), [`Dirichlet`] applies boundary conditions, and the solvers' iterations never wait for
+//! the host: conjugate gradients ([`cg`]) and BiCGStab ([`bicgstab`]). `cg` and `bicgstab` block
+//! on their residual checks (native); `cg_async` and `bicgstab_async` await them (the
+//! browser's).
 
 mod bicgstab;
 mod cg;

@@ -1,13 +1,12 @@
-//! Meshes: the neutral [`Mesh`] (vertices, cells of one first-order [`CellType`], the facets
+//! Meshes.
+//!
+//! The neutral [`Mesh`] (vertices, cells of one first-order [`CellType`], the facets
 //! of physical groups, the [`Group`]s) that every reader and generator produces and everything
 //! downstream takes; its generators (the unit square of Firedrake's UnitSquareMesh, a cube of
 //! tetrahedra); the Gmsh reader and writer ([`gmsh`]); derived facets and edges, and the mesh
 //! as parloop data ([`topology`]); cell and facet geometry by par_loops ([`geometry`]);
 //! locality renumbering ([`renumber`]); VTK output for ParaView; and OP2's Airfoil grid ([`airfoil`]: the NACA0012 C-grid and the `new_grid.dat`
 //! format, its own structure). One error type, [`MeshError`].
-//!
-//! Owns: host-side mesh arrays, their orientation, the mesh as parloop data and its geometry
-//! loops ([`geometry`], the only par_loops here). Must never: run a solver (the apps do).
 
 pub mod airfoil;
 pub mod geometry;

@@ -2,8 +2,6 @@
 //! facets (edges in 2-D, faces in 3-D) with their two cells (one on the boundary) and their
 //! vertices, and in 3-D the edges, in linear time: each facet is found once, from its first
 //! cell, among the cells around its lowest vertex.
-//!
-//! Owns: host arrays. Must never: touch a Context.
 
 use super::{CellType, MeshError};
 

@@ -1,10 +1,7 @@
-//! Execution plans for loops with racing arguments (seed 002): how an iteration space is cut into
+//! Execution plans for loops with racing arguments: how an iteration space is cut into
 //! mini-partitions (one per workgroup), renumbered locally for staging in workgroup memory, and
 //! coloured at two levels so that no two concurrently applied increments touch the same entry.
 //! Also the one-level element colouring of the `global-colour` strategy.
-//!
-//! Owns: pure functions from maps and sizes to plan arrays, and their packing into one u32
-//! buffer. Must never: know about wgpu or Dats (inputs are map values and sizes).
 
 mod colour;
 

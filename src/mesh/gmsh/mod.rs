@@ -3,10 +3,8 @@
 //! that says what is wrong and where, by line or byte offset). First-order cells in 2-D
 //! (triangles, quadrilaterals) and 3-D (tetrahedra, hexahedra); lower-dimensional elements
 //! (lines in 2-D, triangles and quadrilaterals in 3-D) are read as the facets of physical
-//! groups. Physical group names come from `$PhysicalNames`.
-//!
-//! Owns: turning a file into the neutral [`Mesh`], and [`write41`] back. Must never: touch a
-//! Context (the mesh becomes parloop data through [`super::topology::MeshData`]).
+//! groups. Physical group names come from `$PhysicalNames`. The mesh becomes parloop data
+//! through [`super::topology::MeshData`].
 
 use super::{CellType, Group, Mesh, MeshError};
 use std::collections::HashMap;
