@@ -5,7 +5,7 @@
 
 #[path = "common.rs"]
 mod common;
-#[path = "../tests/partition/seed_cases.rs"]
+#[path = "../tests/it/partition/seed_cases.rs"]
 mod seed_cases;
 
 use parloop::graph::generate::moose_like;

@@ -42,8 +42,8 @@ struct Args {
     iterations: u32,
     /// Racing-increment strategy: auto, hierarchical, global-colour, atomics, cas, staged.
     /// (default: PARLOOP_STRATEGY, else auto).
-    #[arg(long)]
-    strategy: Option<String>,
+    #[arg(long, value_parser = parse_strategy)]
+    strategy: Option<parloop::Strategy>,
     /// Lazy or eager (default: PARLOOP_LAZY, else lazy).
     #[arg(long, value_enum)]
     mode: Option<Mode>,
@@ -139,11 +139,10 @@ fn run(a: Args) -> Result<()> {
         return run_reference(&a, &m, p);
     }
     // Defaults from the PARLOOP_* variables; flags override them.
-    let env = Config::from_env()?.with_flags(
-        a.strategy.as_deref(),
-        a.mode.map(|m| m == Mode::Lazy),
-        a.no_fusion,
-    )?;
+    let mut env = Config::from_env()?;
+    env.strategy = a.strategy.unwrap_or(env.strategy);
+    env.lazy = a.mode.map_or(env.lazy, |m| m == Mode::Lazy);
+    env.fusion &= !a.no_fusion;
     let (lazy, fusion, strategy) = (env.lazy, env.fusion, env.strategy);
     let ctx = Context::with_comm(
         Config {
@@ -347,4 +346,9 @@ fn run_reference(a: &Args, m: &AirfoilMesh, p: Precision) -> Result<()> {
         wall * 1e3 / a.iterations as f64
     );
     Ok(())
+}
+
+/// `--strategy`'s values: the names `PARLOOP_STRATEGY` takes.
+fn parse_strategy(s: &str) -> std::result::Result<parloop::Strategy, String> {
+    parloop::Strategy::parse(s).ok_or_else(|| format!("use {}", parloop::Strategy::names()))
 }

@@ -60,8 +60,8 @@ struct Args {
     steps_per_force: u64,
     /// Racing-increment strategy: auto, hierarchical, global-colour, atomics, cas, staged.
     /// (default: PARLOOP_STRATEGY, else auto).
-    #[arg(long)]
-    strategy: Option<String>,
+    #[arg(long, value_parser = parse_strategy)]
+    strategy: Option<parloop::Strategy>,
     /// Run the plain-Rust CPU reference (f64, one core) instead of the GPU.
     #[arg(long)]
     reference: bool,
@@ -187,11 +187,10 @@ fn run_on(a: &Args, steps: u64, mesh: Option<Mesh>, described: String) -> Result
         return reference_run(a, s, steps, mesh, &described);
     }
     // Defaults from the PARLOOP_* variables; flags override them.
-    let env = Config::from_env()?.with_flags(
-        a.strategy.as_deref(),
-        a.mode.map(|m| m == Mode::Lazy),
-        a.no_fusion,
-    )?;
+    let mut env = Config::from_env()?;
+    env.strategy = a.strategy.unwrap_or(env.strategy);
+    env.lazy = a.mode.map_or(env.lazy, |m| m == Mode::Lazy);
+    env.fusion &= !a.no_fusion;
     let env = Config {
         profile_table: env.profile_table || a.profile,
         ..env
@@ -347,4 +346,9 @@ fn reference_run(
         (e1 - e0) / e0
     );
     Ok(())
+}
+
+/// `--strategy`'s values: the names `PARLOOP_STRATEGY` takes.
+fn parse_strategy(s: &str) -> std::result::Result<parloop::Strategy, String> {
+    parloop::Strategy::parse(s).ok_or_else(|| format!("use {}", parloop::Strategy::names()))
 }

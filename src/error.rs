@@ -1,15 +1,67 @@
-//! Errors. Every message says what the user did (which par_loop: kernel name and the caller's
-//! file:line; which argument; which index or limit) and what to do about it.
+//! Errors: what went wrong, in fields a caller can match, and a message for people.
+//!
+//! Every message says what the user did (which par_loop: kernel name and the caller's
+//! file:line; which argument; which index, rank or limit) and what to do about it. The fields
+//! carry the same facts for programs: the par_loop, the argument, the element, the rank.
 
-/// What went wrong. Each variant carries the full message.
+/// Where a par_loop was called: its kernel and the caller's file and line.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LoopSite {
+    /// The kernel's name.
+    pub kernel: String,
+    /// The file of the `par_loop` call.
+    pub file: &'static str,
+    /// The line of the `par_loop` call.
+    pub line: u32,
+}
+
+impl LoopSite {
+    /// The site of a par_loop of `kernel` called at `at`.
+    pub(crate) fn new(kernel: &str, at: &'static std::panic::Location<'static>) -> LoopSite {
+        LoopSite {
+            kernel: kernel.to_string(),
+            file: at.file(),
+            line: at.line(),
+        }
+    }
+}
+
+impl std::fmt::Display for LoopSite {
+    /// "par_loop `res_calc` at src/main.rs:42".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "par_loop `{}` at {}:{}",
+            self.kernel, self.file, self.line
+        )
+    }
+}
+
+/// What went wrong. The message (`Display`) is the whole story; the fields say which par_loop,
+/// argument, element or rank for a program that handles the error.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
-    /// A par_loop's arguments do not fit its kernel, its set or the device.
-    #[error("{0}")]
-    ParLoop(String),
+    /// A par_loop's arguments do not fit its kernel, its set or the device; or a Dat operation
+    /// (`copy`, `axpy`, ...) was given Dats that do not fit each other.
+    #[error("{message}")]
+    ParLoop {
+        /// The par_loops concerned: one, the loops of a fused group, or none for a Dat
+        /// operation.
+        par_loops: Vec<LoopSite>,
+        /// The argument at fault (0-based), when one is.
+        arg: Option<usize>,
+        /// The message.
+        message: String,
+    },
     /// A kernel's WGSL does not compile or does not declare what the par_loop passes.
-    #[error("{0}")]
-    Kernel(String),
+    #[error("{message}")]
+    Kernel {
+        /// The par_loop whose kernel it is, when the kernel was checked for one.
+        par_loop: Option<LoopSite>,
+        /// The message.
+        message: String,
+    },
     /// Data given to a constructor is inconsistent (sizes, map values out of range).
     #[error("{0}")]
     Data(String),
@@ -20,14 +72,46 @@ pub enum Error {
     #[error("{0}")]
     Device(String),
     /// Checking mode found a kernel indexing one of its arguments out of range.
-    #[error("{0}")]
-    Check(String),
-    /// On N ranks: another rank failed (its message is included), so this rank stops too.
-    #[error("{0}")]
-    Rank(String),
+    #[error("{message}")]
+    Check {
+        /// The par_loop whose kernel indexed out of range.
+        par_loop: LoopSite,
+        /// The kernel argument indexed (0-based), when the index was into one (None: into a
+        /// parameter of a function the kernel calls).
+        arg: Option<usize>,
+        /// The element of the iteration space (local index) where it happened first.
+        element: usize,
+        /// The index used.
+        index: i64,
+        /// The array's size: valid indices are 0..bound.
+        bound: u32,
+        /// The message.
+        message: String,
+    },
+    /// On N ranks: another rank failed (its message is included), or the ranks' programs
+    /// diverged, so this rank stops too.
+    #[error("{message}")]
+    Rank {
+        /// The rank where the error arose (for diverged programs: the first of the two ranks
+        /// named).
+        rank: usize,
+        /// The message.
+        message: String,
+    },
     /// The host used an object in a way that cannot work (e.g. a live borrow during a readback).
     #[error("{0}")]
     Usage(String),
+}
+
+impl Error {
+    /// A par_loop's error: its site, the argument at fault, the message.
+    pub(crate) fn par_loop(site: &LoopSite, arg: Option<usize>, message: String) -> Error {
+        Error::ParLoop {
+            par_loops: vec![site.clone()],
+            arg,
+            message,
+        }
+    }
 }
 
 /// parloop's result type.

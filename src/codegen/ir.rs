@@ -1,5 +1,5 @@
 //! The codegen IR: everything the code generator needs about one loop group (bindings, loops
-//! and their arguments, registers, reductions, staged maps), built by `runtime::lower`.
+//! and their arguments, registers, reductions, staged maps), built by `lower`.
 
 use super::Schedule;
 use super::wgsl::ident;

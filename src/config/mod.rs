@@ -83,6 +83,9 @@ pub struct Config {
     pub workgroup_size: u32,
     /// `PARLOOP_ADAPTER=hardware|software|<name>`.
     pub adapter: AdapterChoice,
+    /// The graphics APIs searched for an adapter (`PARLOOP_BACKEND=vulkan|gl|metal|dx12`, or
+    /// several comma-separated); None: every native one (WebGPU in the browser).
+    pub backends: Option<wgpu::Backends>,
     /// Time each loop group with GPU timestamp queries where the adapter has them
     /// (`PARLOOP_PROFILE=1`, [`Stats::kernel_times`]; a compute pass per group and a readback
     /// per force). `profile_table` and `trace` time groups too, and where the adapter has no
@@ -142,6 +145,7 @@ impl Default for Config {
             trace_bound: 100,
             workgroup_size: 64,
             adapter: AdapterChoice::Auto,
+            backends: None,
             profile: false,
             profile_table: false,
             trace: None,
@@ -255,24 +259,6 @@ impl Config {
         Config::from_vars(std::env::vars())
     }
 
-    /// Command-line flags on top of this configuration (the examples' `--strategy`, `--mode`,
-    /// `--no-fusion`): a flag given overrides, a flag left out keeps what the environment said.
-    pub fn with_flags(
-        mut self,
-        strategy: Option<&str>,
-        lazy: Option<bool>,
-        no_fusion: bool,
-    ) -> Result<Config> {
-        if let Some(s) = strategy {
-            self.strategy = Strategy::parse(s).ok_or_else(|| {
-                Error::Usage(format!("unknown strategy {s:?}: use {}", Strategy::names()))
-            })?;
-        }
-        self.lazy = lazy.unwrap_or(self.lazy);
-        self.fusion &= !no_fusion;
-        Ok(self)
-    }
-
     /// [`Config::from_env`] on given variables (the ones not starting with `PARLOOP_` are
     /// ignored).
     pub fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Result<Config> {
@@ -331,9 +317,7 @@ impl Config {
                         .ok_or_else(|| bad(n, &v))?
                 }
                 "PARLOOP_ADAPTER" => c.adapter = AdapterChoice::parse(&v),
-                "PARLOOP_BACKEND" => {
-                    parse_backends(&v)?;
-                }
+                "PARLOOP_BACKEND" => c.backends = Some(parse_backends(&v)?),
                 _ => {
                     let known: Vec<&str> = VARIABLES.iter().map(|(n, _)| *n).collect();
                     return Err(Error::Usage(format!(
@@ -407,21 +391,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("vulkan, gl"), "{e}");
-        // Flags override the environment only where given.
-        let env = vars(&[("PARLOOP_STRATEGY", "cas"), ("PARLOOP_LAZY", "0")]).unwrap();
-        let c = env.clone().with_flags(None, None, true).unwrap();
-        assert_eq!(
-            (c.strategy, c.lazy, c.fusion),
-            (Strategy::Cas, false, false)
-        );
-        let c = env.with_flags(Some("atomics"), Some(true), false).unwrap();
-        assert_eq!(
-            (c.strategy, c.lazy, c.fusion),
-            (Strategy::Atomics, true, true)
-        );
-        let e = Config::default()
-            .with_flags(Some("atomic"), None, false)
-            .unwrap_err();
-        assert!(e.to_string().contains("global-colour"), "{e}");
     }
 }

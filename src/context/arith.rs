@@ -150,23 +150,31 @@ fn same_shape<T: Scalar>(op: &str, x: &Dat<T>, y: &Dat<T>) -> Result<usize> {
             "axpy" => "for y = y + alpha y use `scale(&y, 1 + alpha)`",
             _ => "a Dat copied onto itself is unchanged: leave the call out",
         };
-        return Err(Error::ParLoop(format!(
-            "{op}: `{}` is both the source and the target: {instead}",
-            x.name()
-        )));
+        return Err(Error::ParLoop {
+            par_loops: Vec::new(),
+            arg: None,
+            message: format!(
+                "{op}: `{}` is both the source and the target: {instead}",
+                x.name()
+            ),
+        });
     }
     let same_set = |a: &Set, b: &Set| a.id() == b.id();
     if !same_set(x.set(), y.set()) || x.dim() != y.dim() {
-        return Err(Error::ParLoop(format!(
-            "{op}: `{}` (set `{}`, dim {}) and `{}` (set `{}`, dim {}) differ: {op} takes two \
+        return Err(Error::ParLoop {
+            par_loops: Vec::new(),
+            arg: None,
+            message: format!(
+                "{op}: `{}` (set `{}`, dim {}) and `{}` (set `{}`, dim {}) differ: {op} takes two \
              Dats on one set with one dim",
-            x.name(),
-            x.set().name(),
-            x.dim(),
-            y.name(),
-            y.set().name(),
-            y.dim()
-        )));
+                x.name(),
+                x.set().name(),
+                x.dim(),
+                y.name(),
+                y.set().name(),
+                y.dim()
+            ),
+        });
     }
     Ok(x.dim())
 }

@@ -37,40 +37,42 @@ impl Context {
     ) -> Result<Option<(IterSpace, bool)>> {
         let set = space.set().clone();
         let distributed = set.halo().is_some();
-        let name = || {
-            format!(
-                "par_loop `{}` at {}:{}",
-                kernel.name(),
-                site.file(),
-                site.line()
-            )
-        };
+        let site = LoopSite::new(kernel.name(), site);
         for (i, a) in args.iter().enumerate() {
             let on = |s: &crate::data::Set| s.halo().is_some();
             let mismatch = a.data.set.as_ref().is_some_and(|s| on(s) != distributed)
                 || a.map().is_some_and(|m| on(m.to_set()) != distributed);
             if mismatch {
-                return Err(Error::ParLoop(format!(
-                    "{}: argument {} ({}) is on a set that {} distributed, but the loop's set \
+                return Err(Error::par_loop(
+                    &site,
+                    Some(i),
+                    format!(
+                        "{}: argument {} ({}) is on a set that {} distributed, but the loop's set \
                      `{}` {}: declare every Set, Map and Dat a loop uses in one Distribution",
-                    name(),
-                    i + 1,
-                    a.describe(),
-                    if distributed { "was not" } else { "was" },
-                    set.name(),
-                    if distributed { "was" } else { "was not" },
-                )));
+                        site,
+                        i + 1,
+                        a.describe(),
+                        if distributed { "was not" } else { "was" },
+                        set.name(),
+                        if distributed { "was" } else { "was not" },
+                    ),
+                ));
             }
         }
         if !distributed {
             return Ok(None);
         }
         if self.ranks() == 1 && set.halo().is_some_and(|h| h.shared) {
-            return Err(Error::ParLoop(format!(
-                "{}: set `{}` was distributed over several ranks, but this Context runs on one                  process: record the loop on the Context the Distribution was made with",
-                name(),
-                set.name()
-            )));
+            return Err(Error::par_loop(
+                &site,
+                None,
+                format!(
+                    "{}: set `{}` was distributed over several ranks, but this Context runs on one \
+                 process: record the loop on the Context the Distribution was made with",
+                    site,
+                    set.name()
+                ),
+            ));
         }
         // From the program, not this rank's sizes: every rank makes the same decision (a rank
         // with no exec-halo element runs an empty section).
@@ -82,15 +84,19 @@ impl Context {
             // Its exec-halo members must be the ones their owners list, else a target's
             // increments from a neighbour's member would be lost; only a subset made from
             // global numbers on every rank is known to list them.
-            return Err(Error::ParLoop(format!(
-                "{}: writes through a map over subset `{}` of distributed set `{}`, made from \
+            return Err(Error::par_loop(
+                &site,
+                None,
+                format!(
+                    "{}: writes through a map over subset `{}` of distributed set `{}`, made from \
                  local indices: make it with `Distributed::subset` (from global numbers on \
                  every rank) or take it from `MeshData`'s groups, which list the exec-halo \
                  members a loop through a map must run",
-                name(),
-                s.name(),
-                set.name()
-            )));
+                    site,
+                    s.name(),
+                    set.name()
+                ),
+            ));
         }
         Ok(Some((space.clone(), exec)))
     }
@@ -325,7 +331,12 @@ impl Context {
     /// write to a rank that runs it on the target's owner, since the exec halo was defined by
     /// the distribution's maps only. Checked once per map (collective: every rank checks the
     /// same maps at the same loops), and agreed.
-    pub(super) fn check_maps_made_here(&self, args: &[Arg], what: &str) -> Result<()> {
+    pub(super) fn check_maps_made_here(
+        &self,
+        args: &[Arg],
+        site: &LoopSite,
+        what: &str,
+    ) -> Result<()> {
         for (i, a) in args.iter().enumerate() {
             let Some(m) = a.map() else { continue };
             if m.reach() != Reach::Any || !a.access.writes() {
@@ -353,11 +364,11 @@ impl Context {
                 }
             };
             if let Err(why) = found {
-                return Err(Error::ParLoop(format!(
-                    "{what}: argument {} ({}): {why}",
-                    i + 1,
-                    a.describe()
-                )));
+                return Err(Error::par_loop(
+                    site,
+                    Some(i),
+                    format!("{what}: argument {} ({}): {why}", i + 1, a.describe()),
+                ));
             }
         }
         Ok(())
@@ -408,21 +419,25 @@ impl Context {
             .all_to_all(&sends, "checking a map made after the distribution");
         for (rank, words) in got.iter().enumerate() {
             if let Some(t) = words.chunks(3).find(|t| !here.contains(*t)) {
-                return Err(Error::ParLoop(format!(
-                    "Map `{}` was made on each rank's part after the distribution, and on rank \
+                return Err(Error::ParLoop {
+                    par_loops: Vec::new(),
+                    arg: None,
+                    message: format!(
+                        "Map `{}` was made on each rank's part after the distribution, and on rank \
                      {rank} element {} of `{}` reaches element {} of `{}` (index {}), which \
                      rank {me} owns (the element or its target) but does not run the same \
                      way: a write through the map would be lost or land elsewhere than on one \
                      process. Declare the map in the Distribution (its rows then define the \
                      exec halo), or give every rank's copy of a row the same targets, reaching \
                      only what the distribution's maps reach from it",
-                    m.name(),
-                    t[0],
-                    from.name(),
-                    t[2],
-                    to.name(),
-                    t[1]
-                )));
+                        m.name(),
+                        t[0],
+                        from.name(),
+                        t[2],
+                        to.name(),
+                        t[1]
+                    ),
+                });
             }
         }
         Ok(())

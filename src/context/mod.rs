@@ -5,7 +5,7 @@
 
 pub use crate::config::Config;
 use crate::data::{Arg, ConstValue, Dat, DataInner, Global, IterSpace, Via, section};
-use crate::error::{Error, Result};
+use crate::error::{Error, LoopSite, Result};
 use crate::fuse::{self, Explain, Group};
 use crate::kernel::{Kernel, KernelProblem, expected_type};
 use crate::profile::Track;
@@ -38,7 +38,7 @@ pub(crate) struct Inner {
     /// dropped (its reductions waited for) before MPI can be finalized.
     pub dist: Option<DistState>,
     /// The ranks this Context shares its mesh with (one process unless made `with_comm`).
-    pub comm: crate::dist::Comm,
+    pub comm: crate::part::Comm,
 }
 
 /// The lazy trace and what fuses and explains its forces.
@@ -52,7 +52,7 @@ pub(crate) struct Scheduler {
 /// What only a run on N ranks holds.
 pub(crate) struct DistState {
     /// Lazy mode: Global reductions begun and not yet ended (by the partial value's id).
-    pub reductions: RefCell<std::collections::HashMap<u64, crate::dist::Reduction>>,
+    pub reductions: RefCell<std::collections::HashMap<u64, crate::part::Reduction>>,
     /// Per (distributed set, type, dim): the send-list set, map and kernel that pack a halo
     /// exchange on the device.
     pub packers: RefCell<std::collections::HashMap<(u64, DType, usize), Packer>>,
@@ -140,7 +140,10 @@ impl crate::data::Owner for Inner {
 pub struct Context(pub(crate) Rc<Inner>);
 
 impl Context {
-    /// Opens the adapter chosen by the environment (see [`Config::from_env`]). Started by
+    /// Opens a context configured by the `PARLOOP_*` environment variables: the same as
+    /// `Context::with_config(Config::from_env()?)`. A program that must not depend on the
+    /// environment passes its own [`Config`] (for instance `Config::default()`) to
+    /// [`Context::with_config`]. Started by
     /// `mpirun` (with the `mpi` feature), this process is one rank of MPI's world: meshes made
     /// with [`crate::mesh::topology::MeshData::new`] are then distributed, and the same program
     /// runs on every rank's part.
@@ -152,7 +155,7 @@ impl Context {
     /// Opens the adapter `config` chooses (natively; in the browser use
     /// [`Context::new_async`]), on MPI's world when started by `mpirun` as [`Context::new`].
     pub fn with_config(config: Config) -> Result<Context> {
-        let comm = crate::dist::Comm::from_launcher()?;
+        let comm = crate::part::Comm::from_launcher()?;
         if comm.size() > 1 {
             return Context::with_comm(config, &comm);
         }
@@ -166,7 +169,7 @@ impl Context {
     }
     /// One rank of a distributed run on `comm` (see [`crate::dist::Distribution`]).
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn with_comm(config: Config, comm: &crate::dist::Comm) -> Result<Context> {
+    pub fn with_comm(config: Config, comm: &crate::part::Comm) -> Result<Context> {
         comm.set_timeout(config.comm_timeout_s);
         // What decides collective calls must be the same on every rank (each reads its own
         // environment): lazy or eager, checking mode, the trace bound.
@@ -194,11 +197,11 @@ impl Context {
     }
     /// Opens the adapter `config` chooses, without blocking (what the browser needs).
     pub async fn new_async(config: Config) -> Result<Context> {
-        Context::open(config, crate::dist::Comm::single()).await
+        Context::open(config, crate::part::Comm::single()).await
     }
-    async fn open(config: Config, comm: crate::dist::Comm) -> Result<Context> {
+    async fn open(config: Config, comm: crate::part::Comm) -> Result<Context> {
         let local_rank = (comm.size() > 1).then(|| comm.local_rank());
-        let gpu = runtime::device::open(&config.adapter, local_rank).await?;
+        let gpu = runtime::device::open(&config.adapter, config.backends, local_rank).await?;
         let max = gpu
             .limits
             .max_compute_invocations_per_workgroup
@@ -233,7 +236,7 @@ impl Context {
         })))
     }
     /// The communicator this Context runs on.
-    pub fn comm(&self) -> &crate::dist::Comm {
+    pub fn comm(&self) -> &crate::part::Comm {
         &self.0.comm
     }
     /// This process's rank (0 on one process).
@@ -277,7 +280,7 @@ impl Context {
         self.0.sched.trace.borrow().to_dot()
     }
     /// The direct dependencies of pending computations, as name pairs in program order: a
-    /// loop's kernel name, or, on a distributed set, seed 001's label (`res_calc[core]`,
+    /// loop's kernel name, or, on a distributed set, the halo schedule's label (`res_calc[core]`,
     /// `res_calc[owned]`, `HaloSend(q)`, `HaloRecv(q)`, `ReductionBegin(rms)`, ...).
     pub fn trace_edges(&self) -> Vec<(String, String)> {
         let t = self.0.sched.trace.borrow();
@@ -348,7 +351,7 @@ impl Context {
     /// caused, dispatches and memory; on N ranks its rounds and halo exchanges.
     pub fn explain(&self) -> String {
         let mut s = self.0.sched.explain.borrow().summary.clone();
-        s.push_str(&runtime::tune::describe(&self.tuning()));
+        s.push_str(&crate::lower::tune::describe(&self.tuning()));
         s
     }
     /// [`Context::explain`] in full: every group and every cut between two groups.
@@ -415,7 +418,7 @@ impl Context {
                     space.set().name()
                 );
                 let part = self.agree(checked, &what)?;
-                self.check_maps_made_here(args, &what)?;
+                self.check_maps_made_here(args, &LoopSite::new(kernel.name(), site), &what)?;
                 part
             } else {
                 checked?

@@ -6,6 +6,9 @@
 use super::*;
 
 impl Context {
+    /// Checks a par_loop before it is recorded, in phases: each argument (its Context, set,
+    /// map, index and access), arguments passing the same data, each one's size, what the
+    /// loop needs of the adapter, and the kernel against the arguments.
     pub(super) fn check_loop(
         &self,
         kernel: &Kernel,
@@ -13,164 +16,107 @@ impl Context {
         args: &[Arg],
         site: &'static Location<'static>,
     ) -> Result<()> {
-        let name = format!(
-            "par_loop `{}` at {}:{}",
-            kernel.name(),
-            site.file(),
-            site.line()
-        );
-        let arg_err = |i: usize, a: &Arg, msg: String| {
-            Error::ParLoop(format!(
-                "{name}: argument {} ({}): {msg}",
-                i + 1,
-                a.describe()
-            ))
-        };
-        let set = space.set();
+        let site = LoopSite::new(kernel.name(), site);
+        let max = self.0.engine.gpu.limits.max_storage_buffer_binding_size;
         for (i, a) in args.iter().enumerate() {
-            if !std::ptr::addr_eq(a.data.owner.as_ptr(), Rc::as_ptr(&self.0)) {
-                return Err(arg_err(
-                    i,
-                    a,
-                    format!(
-                        "{} `{}` belongs to another Context",
-                        a.data.kind(),
-                        a.data.name
-                    ),
-                ));
+            let problem = self
+                .arg_problem(space.set(), a)
+                .or_else(|| alias_problem(i, args))
+                .or_else(|| size_problem(a, max));
+            if let Some(msg) = problem {
+                return Err(arg_err(&site, i, a, msg));
             }
-            match &a.via {
-                Via::Direct => {
-                    let ds = a.data.set.as_ref().expect("Dat");
-                    if !ds.same(set) {
-                        return Err(arg_err(
-                            i,
-                            a,
-                            format!(
-                                "Dat `{}` lives on set `{}`, but the par_loop iterates over `{}`: pass it \
-                                 through a map from `{}` to `{}`",
-                                a.data.name,
-                                ds.name(),
-                                set.name(),
-                                set.name(),
-                                ds.name()
-                            ),
-                        ));
-                    }
-                }
-                Via::Map(m, _) | Via::MapAll(m) => {
-                    let ds = a.data.set.as_ref().expect("Dat");
-                    if !m.from_set().same(set) {
-                        return Err(arg_err(
-                            i,
-                            a,
-                            format!(
-                                "map `{}` goes from `{}`, but the par_loop iterates over `{}`",
-                                m.name(),
-                                m.from_set().name(),
-                                set.name()
-                            ),
-                        ));
-                    }
-                    if !m.to_set().same(ds) {
-                        return Err(arg_err(
-                            i,
-                            a,
-                            format!(
-                                "map `{}` leads to `{}`, but Dat `{}` lives on `{}`",
-                                m.name(),
-                                m.to_set().name(),
-                                a.data.name,
-                                ds.name()
-                            ),
-                        ));
-                    }
-                    if let Via::Map(_, j) = a.via {
-                        if j >= m.arity() {
-                            return Err(arg_err(
-                                i,
-                                a,
-                                format!(
-                                    "index {j} is out of range for map `{}` of arity {} (valid 0..={})",
-                                    m.name(),
-                                    m.arity(),
-                                    m.arity() - 1
-                                ),
-                            ));
-                        }
-                    }
-                    if a.access.stores() {
-                        let idx = match a.via {
-                            Via::Map(_, j) => Some(j),
-                            _ => None,
-                        };
-                        if !m.injective(idx) {
-                            return Err(arg_err(
-                                i,
-                                a,
-                                format!(
-                                    "{} through map `{}` is not allowed because the map is not injective \
-                                     ({}): two elements would write the same entry; use INC, or a map that \
-                                     sends each element to distinct entries",
-                                    a.access,
-                                    m.name(),
-                                    collision(m, idx)
-                                ),
-                            ));
-                        }
-                    }
-                }
-                Via::Global => {
-                    if matches!(a.access, Access::Write | Access::Rw) {
-                        return Err(arg_err(
-                            i,
-                            a,
-                            "a Global is READ or reduced (INC, MIN, MAX) by a par_loop; elements writing \
-                             it directly would race"
-                                .into(),
-                        ));
-                    }
-                }
-            }
-            for (j, b) in args[..i].iter().enumerate() {
-                if b.data.id != a.data.id {
-                    continue;
-                }
-                let both_read = a.access == Access::Read && b.access == Access::Read;
-                let both_racing_same = a.access == b.access
-                    && a.access.is_reduction()
-                    && !matches!(a.via, Via::Direct);
-                if !(both_read || both_racing_same) {
-                    return Err(arg_err(
-                        i,
-                        a,
-                        format!(
-                            "argument {} ({}) uses the same {}: one par_loop may pass a Dat several \
-                             times only to READ it, or to reduce it through maps with one mode; merge \
-                             them into one argument or split the loop",
-                            j + 1,
-                            b.describe(),
-                            a.data.kind()
-                        ),
+        }
+        self.check_adapter(&site, space, args)?;
+        self.check_kernel(&site, kernel, args)
+    }
+
+    /// What is wrong with argument `a` of a loop over `set`: another Context's data, a Dat on
+    /// another set, a map from or to the wrong set, an index past the arity, a store through a
+    /// map that is not injective, a Global written.
+    fn arg_problem(&self, set: &crate::data::Set, a: &Arg) -> Option<String> {
+        if !std::ptr::addr_eq(a.data.owner.as_ptr(), Rc::as_ptr(&self.0)) {
+            return Some(format!(
+                "{} `{}` belongs to another Context",
+                a.data.kind(),
+                a.data.name
+            ));
+        }
+        match &a.via {
+            Via::Direct => {
+                let ds = a.data.set.as_ref().expect("Dat");
+                if !ds.same(set) {
+                    return Some(format!(
+                        "Dat `{}` lives on set `{}`, but the par_loop iterates over `{}`: pass it \
+                             through a map from `{}` to `{}`",
+                        a.data.name,
+                        ds.name(),
+                        set.name(),
+                        set.name(),
+                        ds.name()
                     ));
                 }
             }
-            let max = self.0.engine.gpu.limits.max_storage_buffer_binding_size;
-            if a.data.bytes() > max {
-                return Err(arg_err(
-                    i,
-                    a,
-                    format!(
-                        "{} `{}` needs {} bytes, over the adapter's max_storage_buffer_binding_size of {max} \
-                         bytes: split it into several Dats",
-                        a.data.kind(),
+            Via::Map(m, _) | Via::MapAll(m) => {
+                let ds = a.data.set.as_ref().expect("Dat");
+                if !m.from_set().same(set) {
+                    return Some(format!(
+                        "map `{}` goes from `{}`, but the par_loop iterates over `{}`",
+                        m.name(),
+                        m.from_set().name(),
+                        set.name()
+                    ));
+                }
+                if !m.to_set().same(ds) {
+                    return Some(format!(
+                        "map `{}` leads to `{}`, but Dat `{}` lives on `{}`",
+                        m.name(),
+                        m.to_set().name(),
                         a.data.name,
-                        a.data.bytes()
-                    ),
-                ));
+                        ds.name()
+                    ));
+                }
+                if let Via::Map(_, j) = a.via {
+                    if j >= m.arity() {
+                        return Some(format!(
+                            "index {j} is out of range for map `{}` of arity {} (valid 0..={})",
+                            m.name(),
+                            m.arity(),
+                            m.arity() - 1
+                        ));
+                    }
+                }
+                if a.access.stores() {
+                    let idx = match a.via {
+                        Via::Map(_, j) => Some(j),
+                        _ => None,
+                    };
+                    if !m.injective(idx) {
+                        return Some(format!(
+                            "{} through map `{}` is not allowed because the map is not injective \
+                                 ({}): two elements would write the same entry; use INC, or a map that \
+                                 sends each element to distinct entries",
+                            a.access,
+                            m.name(),
+                            collision(m, idx)
+                        ));
+                    }
+                }
+            }
+            Via::Global => {
+                if matches!(a.access, Access::Write | Access::Rw) {
+                    return Some("a Global is READ or reduced (INC, MIN, MAX) by a par_loop; elements writing \
+                         it directly would race"
+                            .into());
+                }
             }
         }
-        // Storage buffers this loop needs on its own.
+        None
+    }
+
+    /// Storage buffers, f64 races and float atomics: what the loop needs of the adapter and the
+    /// configured strategy.
+    fn check_adapter(&self, site: &LoopSite, space: &IterSpace, args: &[Arg]) -> Result<()> {
         let mut ids: Vec<u64> = args.iter().map(|a| a.data.id).collect();
         ids.extend(
             args.iter()
@@ -192,36 +138,53 @@ impl Context {
             .limits
             .max_storage_buffers_per_shader_stage as usize;
         if need > limit {
-            return Err(Error::ParLoop(format!(
-                "{name}: needs {need} storage buffers (Dats, Globals, Maps and plan arrays), the adapter \
+            return Err(Error::par_loop(
+                site,
+                None,
+                format!(
+                    "{site}: needs {need} storage buffers (Dats, Globals, Maps and plan arrays), the adapter \
                  allows {limit} per shader stage: split the loop"
-            )));
+                ),
+            ));
         }
         let racing_f64 = args.iter().any(|a| a.races() && a.data.dtype == DType::F64);
         if racing_f64 && !self.0.config.strategy.takes_f64() {
-            return Err(Error::ParLoop(format!(
-                "{name}: strategy `{}`: {}",
-                self.0.config.strategy.name(),
-                crate::codegen::strategy::F64_RACES
-            )));
+            return Err(Error::par_loop(
+                site,
+                None,
+                format!(
+                    "{site}: strategy `{}`: {}",
+                    self.0.config.strategy.name(),
+                    crate::codegen::strategy::F64_RACES
+                ),
+            ));
         }
         if racing_f32
             && self.0.config.strategy.needs_float_atomics()
             && !self.0.engine.gpu.float_atomics()
         {
-            return Err(Error::ParLoop(format!(
-                "{name}: {}",
-                crate::codegen::strategy::atomics::no_float_atomics(&format!(
-                    "adapter {}",
-                    self.adapter()
-                ))
-            )));
+            return Err(Error::par_loop(
+                site,
+                None,
+                format!(
+                    "{site}: {}",
+                    crate::codegen::strategy::atomics::no_float_atomics(&format!(
+                        "adapter {}",
+                        self.adapter()
+                    ))
+                ),
+            ));
         }
-        // The kernel itself.
+        Ok(())
+    }
+
+    /// The kernel: it has a body, compiles, and declares what the arguments pass.
+    fn check_kernel(&self, site: &LoopSite, kernel: &Kernel, args: &[Arg]) -> Result<()> {
         if kernel.wgsl().is_none() && !kernel.has_host() {
-            return Err(Error::Kernel(format!(
-                "{name}: the kernel has neither WGSL nor a host closure"
-            )));
+            return Err(Error::Kernel {
+                par_loop: Some(site.clone()),
+                message: format!("{site}: the kernel has neither WGSL nor a host closure"),
+            });
         }
         let expected: Vec<(DType, usize)> =
             args.iter().map(|a| (a.data.dtype, a.width())).collect();
@@ -229,30 +192,31 @@ impl Context {
         kernel
             .check(&consts, &expected, self.0.engine.gpu.capabilities())
             .map_err(|p| match p {
-                KernelProblem::Wgsl { line, column, message } => Error::Kernel(format!(
-                    "{name}: kernel `{}` does not compile: line {line}, column {column} of the kernel: {message}{}",
+                KernelProblem::Wgsl { line, column, message } => Error::Kernel { par_loop: Some(site.clone()), message: format!(
+                    "{site}: kernel `{}` does not compile: line {line}, column {column} of the kernel: {message}{}",
                     kernel.name(),
                     undefined_hint(kernel.wgsl().unwrap_or(""), line as usize, &message, kernel.name())
-                )),
-                KernelProblem::NotFound { functions } => Error::Kernel(format!(
-                    "{name}: no function named `{}` in the kernel's WGSL (functions found: {}); the \
+                ) },
+                KernelProblem::NotFound { functions } => Error::Kernel { par_loop: Some(site.clone()), message: format!(
+                    "{site}: no function named `{}` in the kernel's WGSL (functions found: {}); the \
                      kernel's name must be the name of its WGSL function",
                     kernel.name(),
                     if functions.is_empty() { "none".to_string() } else { functions.join(", ") }
-                )),
-                KernelProblem::F64Builtin { builtin, line } => Error::Kernel(format!(
-                    "{name}: kernel `{}`, line {line}: `{builtin}` of an f64 value: the GPU's \
+                ) },
+                KernelProblem::F64Builtin { builtin, line } => Error::Kernel { par_loop: Some(site.clone()), message: format!(
+                    "{site}: kernel `{}`, line {line}: `{builtin}` of an f64 value: the GPU's \
                      shading languages (SPIR-V's GLSL.std.450, GLSL) define `{builtin}` for \
                      32-bit floats only, and drivers compute garbage for f64; call it on f32 \
                      (`f64({builtin}(f32(x)))`, single precision) or write the function from \
                      f64 arithmetic (sqrt, fma, floor and the operators are f64)",
                     kernel.name()
-                )),
-                KernelProblem::ArgCount { declared } => Error::ParLoop(format!(
-                    "{name}: the kernel declares {declared} arguments, the par_loop passes {}",
+                ) },
+                KernelProblem::ArgCount { declared } => Error::par_loop(site, None, format!(
+                    "{site}: the kernel declares {declared} arguments, the par_loop passes {}",
                     args.len()
                 )),
                 KernelProblem::ArgType { index, declared } => arg_err(
+                    site,
                     index,
                     &args[index],
                     format!(
@@ -266,6 +230,51 @@ impl Context {
                 ),
             })
     }
+}
+
+/// An error naming the par_loop and its argument `i`.
+fn arg_err(site: &LoopSite, i: usize, a: &Arg, msg: String) -> Error {
+    let message = format!("{site}: argument {} ({}): {msg}", i + 1, a.describe());
+    Error::par_loop(site, Some(i), message)
+}
+
+/// Argument `i` passing the same data as an earlier one, other than both reading it or both
+/// reducing it through maps with one mode.
+fn alias_problem(i: usize, args: &[Arg]) -> Option<String> {
+    let a = &args[i];
+    for (j, b) in args[..i].iter().enumerate() {
+        if b.data.id != a.data.id {
+            continue;
+        }
+        let both_read = a.access == Access::Read && b.access == Access::Read;
+        let both_racing_same =
+            a.access == b.access && a.access.is_reduction() && !matches!(a.via, Via::Direct);
+        if !(both_read || both_racing_same) {
+            return Some(format!(
+                "argument {} ({}) uses the same {}: one par_loop may pass a Dat several \
+                     times only to READ it, or to reduce it through maps with one mode; merge \
+                     them into one argument or split the loop",
+                j + 1,
+                b.describe(),
+                a.data.kind()
+            ));
+        }
+    }
+    None
+}
+
+/// Data larger than the adapter binds.
+fn size_problem(a: &Arg, max: u64) -> Option<String> {
+    if a.data.bytes() > max {
+        return Some(format!(
+            "{} `{}` needs {} bytes, over the adapter's max_storage_buffer_binding_size of {max} \
+                 bytes: split it into several Dats",
+            a.data.kind(),
+            a.data.name,
+            a.data.bytes()
+        ));
+    }
+    None
 }
 
 /// Two elements that share a target through `map` (for error messages).

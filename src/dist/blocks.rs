@@ -8,10 +8,10 @@
 use super::distribute::{
     GlobalDat, GlobalMap, GlobalSet, LocalDat, MapDecl, assemble, scotch_part,
 };
-use super::rendezvous::{BlockMap, Blocks, block_start};
 use super::{Distributed, Partitioner};
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::part::rendezvous::{BlockMap, Blocks, block_start};
 use crate::types::{DType, Scalar};
 use std::marker::PhantomData;
 

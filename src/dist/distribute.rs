@@ -8,10 +8,10 @@
 //! every rank, in O(neighbours x mesh) time); then only the local part is kept, so memory per
 //! rank for Dats and Maps shrinks with the number of ranks after distribution.
 
-use super::{MapSpec, block_owners, derive_owners, local_part};
 use crate::context::Context;
 use crate::data::{Dat, Map, Set, halo::Halo};
 use crate::error::{Error, Result};
+use crate::part::{MapSpec, block_owners, derive_owners, local_part};
 use crate::types::Scalar;
 use std::marker::PhantomData;
 
@@ -254,7 +254,7 @@ impl Distribution {
             })
             .collect();
         let t0 = crate::util::now_ms();
-        let (xadj, adjncy) = super::dual_graph(&sizes, &specs, primary.0);
+        let (xadj, adjncy) = crate::part::dual_graph(&sizes, &specs, primary.0);
         let owners0 = match partitioner {
             Partitioner::Block => block_owners(sizes[primary.0].1, ranks),
             Partitioner::Owners(o) => o,
@@ -264,7 +264,7 @@ impl Distribution {
                 // Computed on rank 0 and sent to all, so every rank has the same partition; a
                 // failure on rank 0 reaches every rank first.
                 let owners = if rank == 0 {
-                    super::kway::kway(&xadj, &adjncy, ranks)
+                    crate::part::kway::kway(&xadj, &adjncy, ranks)
                 } else {
                     Ok(vec![0; sizes[primary.0].1])
                 };
@@ -284,8 +284,8 @@ impl Distribution {
                 // The global graph cut into the ranks' blocks, partitioned by PT-Scotch, and
                 // every block's parts sent to every rank.
                 let n = sizes[primary.0].1;
-                let r = super::rendezvous::block_start(n, ranks, rank as usize)
-                    ..super::rendezvous::block_start(n, ranks, rank as usize + 1);
+                let r = crate::part::rendezvous::block_start(n, ranks, rank as usize)
+                    ..crate::part::rendezvous::block_start(n, ranks, rank as usize + 1);
                 let (a, b) = (xadj[r.start] as usize, xadj[r.end] as usize);
                 let local_xadj: Vec<u32> = xadj[r.clone()]
                     .iter()
@@ -299,14 +299,14 @@ impl Distribution {
             }
         };
         let edge_cut = if owners0.len() == xadj.len() - 1 {
-            super::edge_cut(&xadj, &adjncy, &owners0)
+            crate::part::edge_cut(&xadj, &adjncy, &owners0)
         } else {
             0
         };
         let owners = derive_owners(&sizes, &specs, primary.0, owners0, ranks)
             .map_err(|e| Error::Data(format!("distributing the mesh: {e}")))?;
         let part = local_part(&sizes, &specs, &owners, rank);
-        let shared = super::shared_sets(sizes.len(), &specs, &owners);
+        let shared = crate::part::shared_sets(sizes.len(), &specs, &owners);
         let maps = self
             .maps
             .iter()
@@ -342,7 +342,7 @@ impl Distribution {
 /// one rank is an error on all).
 pub(crate) fn scotch_part(ctx: &Context, xadj: &[u32], adjncy: &[u32]) -> Result<Vec<u32>> {
     #[cfg(all(feature = "ptscotch", not(target_arch = "wasm32")))]
-    let parts = super::scotch::part(ctx.comm(), xadj, adjncy);
+    let parts = crate::part::scotch::part(ctx.comm(), xadj, adjncy);
     #[cfg(not(all(feature = "ptscotch", not(target_arch = "wasm32"))))]
     let parts = if ctx.ranks() == 1 {
         Ok(vec![0; xadj.len() - 1])
@@ -373,7 +373,7 @@ pub(crate) fn assemble(
     ctx: &Context,
     set_decls: &[(String, usize)],
     maps: Vec<MapDecl>,
-    part: super::LocalPart,
+    part: crate::part::LocalPart,
     shared: Vec<bool>,
     dats: Vec<LocalDat>,
 ) -> Result<Distributed> {

@@ -39,6 +39,10 @@ impl Group {
         }
     }
     /// The par_loops of the group, for messages.
+    /// Where each loop of the group was called.
+    pub fn sites(&self) -> Vec<crate::error::LoopSite> {
+        self.loops.iter().map(|l| l.site()).collect()
+    }
     pub fn names(&self) -> String {
         self.loops
             .iter()

@@ -1,6 +1,6 @@
 //! Graph generators: small random graphs (property tests) and large MOOSE-like graphs
 //! (benchmarks) with variables, materials, kernels, boundary conditions and postprocessors on
-//! several blocks, as seed 000 describes.
+//! several blocks, as the loop-graph model describes (docs/background.md).
 
 use super::model::NodeSpec;
 use crate::util::Rng;

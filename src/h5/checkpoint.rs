@@ -166,7 +166,7 @@ impl Checkpoint {
             let what = format!("writing map `{}`: rows to their blocks", m.name());
             let n = m.from_set().global_size();
             let block =
-                crate::dist::rendezvous::to_blocks(comm, n, a, &from_ids[..owned], &rows, &what);
+                crate::part::rendezvous::to_blocks(comm, n, a, &from_ids[..owned], &rows, &what);
             mesh.map_here(m.name(), handles[f], handles[t], a, block)?;
         }
         for (name, set, dim, dtype, words) in &self.dats {
@@ -181,7 +181,7 @@ impl Checkpoint {
                     words.len()
                 )));
             }
-            let block = crate::dist::rendezvous::to_blocks(
+            let block = crate::part::rendezvous::to_blocks(
                 comm,
                 set.global_size(),
                 w,

@@ -353,7 +353,7 @@ fn check_names(mesh: &BlockMesh, globals: &[GlobalWords]) -> Result<()> {
 /// This rank's block of a set of `n` elements in `mesh`.
 fn block(mesh: &BlockMesh, n: usize) -> std::ops::Range<usize> {
     let (p, r) = (mesh.context().ranks(), mesh.context().rank());
-    crate::dist::rendezvous::block_start(n, p, r)..crate::dist::rendezvous::block_start(n, p, r + 1)
+    crate::part::rendezvous::block_start(n, p, r)..crate::part::rendezvous::block_start(n, p, r + 1)
 }
 
 fn create<T: hdf5::H5Type>(

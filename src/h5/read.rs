@@ -294,8 +294,8 @@ fn read_contents(ctx: &Context, path: &Path, file: &hdf5::File) -> Result<Raw> {
     };
     let (p, rank) = (ctx.ranks(), ctx.rank());
     let block = |n: usize| {
-        crate::dist::rendezvous::block_start(n, p, rank)
-            ..crate::dist::rendezvous::block_start(n, p, rank + 1)
+        crate::part::rendezvous::block_start(n, p, rank)
+            ..crate::part::rendezvous::block_start(n, p, rank + 1)
     };
     let g = file.group("sets").map_err(e("opening /sets"))?;
     let sets: Vec<(String, usize)> = ordered(&g, |n| g.group(n), |x| x)

@@ -3,13 +3,12 @@
 //! (validated with naga first) and bind groups. The executor (`exec`) asks for them while it
 //! encodes a force.
 
-use super::encode::{Cmd, bound};
-use super::lower::{Lowered, PlanSpec};
-use super::{Buf, Gpu, Pipeline, PlanEntry, State};
+use super::{Buf, Cmd, Gpu, Pipeline, PlanEntry, State, bound};
 use crate::codegen;
 use crate::data::DataInner;
 use crate::data::IterSpace;
 use crate::error::{Error, Result};
+use crate::lower::{Lowered, PlanSpec};
 use crate::plan::{self, PlanInput, RaceArg, StagedMap};
 use std::num::NonZeroU64;
 use std::rc::Rc;
@@ -49,12 +48,16 @@ pub(super) fn data_buffer(
     let bytes = d.bytes();
     let max = gpu.limits.max_storage_buffer_binding_size;
     if bytes > max {
-        return Err(Error::ParLoop(format!(
-            "{} `{}` needs {bytes} bytes, over the adapter's max_storage_buffer_binding_size of \
+        return Err(Error::ParLoop {
+            par_loops: Vec::new(),
+            arg: None,
+            message: format!(
+                "{} `{}` needs {bytes} bytes, over the adapter's max_storage_buffer_binding_size of \
              {max} bytes: split it into several Dats (or use an adapter with larger bindings)",
-            d.kind(),
-            d.name
-        )));
+                d.kind(),
+                d.name
+            ),
+        });
     }
     let fresh = !st.data.contains_key(&d.id);
     if fresh {
@@ -196,11 +199,12 @@ pub(super) fn ensure_pipeline(
         p.last_used.set(st.tick);
         return Ok(p.clone());
     }
-    let module = codegen::validate(wgsl, gpu.capabilities()).map_err(|e| {
-        Error::Kernel(format!(
+    let module = codegen::validate(wgsl, gpu.capabilities()).map_err(|e| Error::Kernel {
+        par_loop: None,
+        message: format!(
             "{names}: the generated shader does not validate (a parloop bug; please report it \
              with this message):\n{e}"
-        ))
+        ),
     })?;
     let entries = layout_entries(&module);
     let device = &gpu.device;

@@ -103,19 +103,27 @@ impl Checks {
                     1 => String::new(),
                     n => format!(" ({} more out-of-range indices in this par_loop)", n - 1),
                 };
-                return Err(Error::Check(format!(
-                    "{}: at element {element}, kernel line {}{expr} indexed {what} with {}, \
+                let index = if s.signed {
+                    i64::from(index as i32)
+                } else {
+                    i64::from(index)
+                };
+                let message = format!(
+                    "{}: at element {element}, kernel line {}{expr} indexed {what} with {index}, \
                      outside 0..{}{more}. The kernel used element 0 instead, so this force's \
                      results are wrong: fix the index, or the array size the par_loop passes",
                     lp.name(),
                     s.line,
-                    if s.signed {
-                        (index as i32).to_string()
-                    } else {
-                        index.to_string()
-                    },
                     s.bound
-                )));
+                );
+                return Err(Error::Check {
+                    par_loop: lp.site(),
+                    arg: (s.function == lp.kernel.name()).then_some(s.position),
+                    element: element as usize,
+                    index,
+                    bound: s.bound,
+                    message,
+                });
             }
         }
         Ok(())

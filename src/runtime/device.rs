@@ -62,14 +62,13 @@ impl Gpu {
     }
 }
 
-/// Backends to look at: `PARLOOP_BACKEND`, else every native backend (WebGPU in the browser).
-pub fn backends() -> wgpu::Backends {
-    match std::env::var("PARLOOP_BACKEND") {
-        Ok(s) if !s.trim().is_empty() => {
-            crate::config::parse_backends(&s).unwrap_or(wgpu::Backends::empty())
-        }
-        _ if cfg!(target_arch = "wasm32") => wgpu::Backends::BROWSER_WEBGPU,
-        _ => wgpu::Backends::all() - wgpu::Backends::BROWSER_WEBGPU - wgpu::Backends::NOOP,
+/// Backends to look at: the configuration's, else every native backend (WebGPU in the
+/// browser).
+pub fn backends(chosen: Option<wgpu::Backends>) -> wgpu::Backends {
+    match chosen {
+        Some(b) => b,
+        None if cfg!(target_arch = "wasm32") => wgpu::Backends::BROWSER_WEBGPU,
+        None => wgpu::Backends::all() - wgpu::Backends::BROWSER_WEBGPU - wgpu::Backends::NOOP,
     }
 }
 
@@ -126,23 +125,23 @@ pub async fn adapters(instance: &wgpu::Instance, backends: wgpu::Backends) -> Ve
     list
 }
 
-pub fn instance() -> wgpu::Instance {
+pub fn instance(backends: wgpu::Backends) -> wgpu::Instance {
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
-    desc.backends = backends();
+    desc.backends = backends;
     wgpu::Instance::new(desc)
 }
 
 /// Opens the chosen adapter's device. `local_rank` (a distributed run's rank among the
 /// processes of its node) spreads the ranks of a node over its hardware adapters when the
 /// choice is `auto`: rank r takes adapter r modulo their number (`PARLOOP_ADAPTER` overrides).
-pub async fn open(choice: &AdapterChoice, local_rank: Option<usize>) -> Result<Gpu> {
-    if let Ok(v) = std::env::var("PARLOOP_BACKEND") {
-        if !v.trim().is_empty() {
-            crate::config::parse_backends(&v)?;
-        }
-    }
-    let instance = instance();
-    let all = adapters(&instance, backends()).await;
+pub async fn open(
+    choice: &AdapterChoice,
+    backends: Option<wgpu::Backends>,
+    local_rank: Option<usize>,
+) -> Result<Gpu> {
+    let backends = self::backends(backends);
+    let instance = instance(backends);
+    let all = adapters(&instance, backends).await;
     let names: Vec<String> = all
         .iter()
         .map(|a| {
@@ -179,7 +178,7 @@ pub async fn open(choice: &AdapterChoice, local_rank: Option<usize>) -> Result<G
         }
     });
     let Some(adapter) = pick else {
-        return Err(no_adapter(choice, &names));
+        return Err(no_adapter(choice, backends, &names));
     };
     device(instance, adapter).await
 }
@@ -238,7 +237,7 @@ async fn device(instance: wgpu::Instance, adapter: wgpu::Adapter) -> Result<Gpu>
     })
 }
 
-fn no_adapter(choice: &AdapterChoice, found: &[String]) -> Error {
+fn no_adapter(choice: &AdapterChoice, backends: wgpu::Backends, found: &[String]) -> Error {
     if cfg!(target_arch = "wasm32") {
         return Error::Adapter(
             "this browser offers no WebGPU adapter (navigator.gpu.requestAdapter() found none): \
@@ -257,19 +256,19 @@ fn no_adapter(choice: &AdapterChoice, found: &[String]) -> Error {
     Error::Adapter(format!(
         "no GPU adapter matches PARLOOP_ADAPTER={choice:?} on backends {:?} (adapters with \
          compute shaders found: {found}); {hint}",
-        backends()
+        backends
     ))
 }
 
-/// A human summary of the adapters found and the one `choice` picks (for `parloop info`).
-pub async fn report(choice: &AdapterChoice) -> String {
+/// A human summary of the adapters found on `backends` (None: every native one) and the one
+/// `choice` picks (for `parloop info`).
+pub async fn report(choice: &AdapterChoice, backends: Option<wgpu::Backends>) -> String {
     use std::fmt::Write;
-    let instance = instance();
-    let mut s = format!(
-        "backends searched: {:?}\nadapters with compute shaders, best first:\n",
-        backends()
-    );
-    let list = adapters(&instance, backends()).await;
+    let backends = self::backends(backends);
+    let instance = instance(backends);
+    let mut s =
+        format!("backends searched: {backends:?}\nadapters with compute shaders, best first:\n");
+    let list = adapters(&instance, backends).await;
     if list.is_empty() {
         s += "  (none)\n";
     }
@@ -286,7 +285,7 @@ pub async fn report(choice: &AdapterChoice) -> String {
             i.driver_info
         );
     }
-    match open(choice, None).await {
+    match open(choice, Some(backends), None).await {
         Err(e) => {
             let _ = writeln!(s, "chosen: none: {e}");
         }

@@ -3,35 +3,22 @@
 
 use super::cache::{data_buffer, ensure_pipeline, ensure_plan};
 use super::check::CHECK;
-use super::lower::{Lowered, Resource, lower};
 use super::timing;
-use super::{Engine, Pipeline, State};
+use super::{Cmd, Engine, State, bound};
 use crate::codegen::{self, Params, reduce};
 use crate::error::{Error, Result};
 use crate::fuse::Group;
+use crate::lower::{Lowered, Resource, lower};
 use crate::profile::Track;
 use std::rc::Rc;
-
-/// One dispatch: the pipeline, the bind group (by cache key), the params slot, the grid.
-pub(super) struct Cmd {
-    pub pipeline: Rc<Pipeline>,
-    /// Buffers in binding order after the params arena: (buffer id, bound bytes).
-    pub bufs: Vec<(u64, u64)>,
-    pub params: usize,
-    /// Bytes of the params binding (fixed fields plus the group's Const words).
-    pub params_bytes: u64,
-    pub grid: (u32, u32),
-    /// Index of the group in the force (for per-group timing).
-    pub group: usize,
-}
 
 /// Lowers `g` with the knobs the tuner gives (under `tune`), dropping a candidate that cannot
 /// run the group and asking for the next; what the tuner picked (and whether to time it).
 pub(super) fn lower_tuned(
     ctx: &Engine,
     g: &Group,
-    choice: &super::lower::Choice,
-) -> Result<(Lowered, Option<(super::tune::Trial, bool)>)> {
+    choice: &crate::lower::Choice,
+) -> Result<(Lowered, Option<(crate::lower::tune::Trial, bool)>)> {
     let _s = ctx.profiler.span("lower", Track::Host, || {
         format!("lower {}", timing::label(g))
     });
@@ -48,7 +35,11 @@ pub(super) fn lower_tuned(
                         .is_some_and(|t| t.reject(k, &m))
                 });
                 if !retry {
-                    return Err(Error::ParLoop(format!("{}: {m}", g.names())));
+                    return Err(Error::ParLoop {
+                        par_loops: g.sites(),
+                        arg: None,
+                        message: format!("{}: {m}", g.names()),
+                    });
                 }
             }
         }
@@ -84,8 +75,11 @@ pub(super) fn encode_group(
                     format!("build plan {}", timing::label(g))
                 })
             });
-            ensure_plan(st, gpu, &lw, spec)
-                .map_err(|m| Error::ParLoop(format!("{}: {m}", names())))?
+            ensure_plan(st, gpu, &lw, spec).map_err(|m| Error::ParLoop {
+                par_loops: g.sites(),
+                arg: None,
+                message: format!("{}: {m}", names()),
+            })?
         }),
         None => None,
     };
@@ -97,21 +91,29 @@ pub(super) fn encode_group(
     let limits = &gpu.limits;
     let storage = lw.ir.bindings.len() as u32;
     if storage > limits.max_storage_buffers_per_shader_stage {
-        return Err(Error::ParLoop(format!(
-            "{}: needs {storage} storage buffers, the adapter allows {} per shader stage: split \
+        return Err(Error::ParLoop {
+            par_loops: g.sites(),
+            arg: None,
+            message: format!(
+                "{}: needs {storage} storage buffers, the adapter allows {} per shader stage: split \
              the loop or pass fewer Dats and Maps",
-            names(),
-            limits.max_storage_buffers_per_shader_stage
-        )));
+                names(),
+                limits.max_storage_buffers_per_shader_stage
+            ),
+        });
     }
     let wg_bytes = lw.ir.workgroup_bytes() as u32;
     if wg_bytes > limits.max_compute_workgroup_storage_size {
-        return Err(Error::ParLoop(format!(
-            "{}: needs {wg_bytes} bytes of workgroup memory, the adapter allows {}: use the \
+        return Err(Error::ParLoop {
+            par_loops: g.sites(),
+            arg: None,
+            message: format!(
+                "{}: needs {wg_bytes} bytes of workgroup memory, the adapter allows {}: use the \
              `atomics` or `global-colour` strategy, or staging `none`",
-            names(),
-            limits.max_compute_workgroup_storage_size
-        )));
+                names(),
+                limits.max_compute_workgroup_storage_size
+            ),
+        });
     }
     let key = lw.ir.shader_hash();
     let known = st
@@ -187,13 +189,17 @@ pub(super) fn encode_group(
     let slots: u32 = ranges.iter().map(|r| r.2).sum();
     let const_words: Rc<[u32]> = Rc::from(codegen::consts::words(&lw.ir.consts));
     if const_words.len() > codegen::consts::MAX_WORDS {
-        return Err(Error::ParLoop(format!(
-            "{}: its Consts hold {} values, over the {} one loop group can carry: pass large \
+        return Err(Error::ParLoop {
+            par_loops: g.sites(),
+            arg: None,
+            message: format!(
+                "{}: its Consts hold {} values, over the {} one loop group can carry: pass large \
              tables as a Global or a Dat",
-            names(),
-            const_words.len(),
-            codegen::consts::MAX_WORDS
-        )));
+                names(),
+                const_words.len(),
+                codegen::consts::MAX_WORDS
+            ),
+        });
     }
     let grid_max = ctx
         .grid_limit
@@ -275,9 +281,4 @@ fn grid(nwg: u32, max: u32) -> (u32, u32) {
         let y = nwg.div_ceil(max);
         (nwg.div_ceil(y), y)
     }
-}
-
-/// Bytes a storage binding covers (at least 4).
-pub(super) fn bound(bytes: u64) -> u64 {
-    bytes.max(4)
 }

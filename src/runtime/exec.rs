@@ -3,17 +3,18 @@
 //! needs before and the readbacks the host asked for after; host groups run between regions,
 //! with data copied only where it crosses.
 
+use super::Cmd;
 use super::cache::{bind_group, data_buffer};
 use super::check::{CHECK, Checks};
-use super::encode::{Cmd, PARAMS_BYTES, SCRATCH, encode_group, lower_tuned};
+use super::encode::{PARAMS_BYTES, SCRATCH, encode_group, lower_tuned};
 use super::readback::{read_staging, read_words};
 use super::timing;
-use super::tune::Trial;
-use super::{Engine, host};
+use super::{Engine, Gpu, State, host};
 use crate::codegen::Params;
 use crate::data::DataInner;
 use crate::error::{Error, Result};
 use crate::fuse::Group;
+use crate::lower::tune::Trial;
 use crate::profile::Track;
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -26,7 +27,7 @@ pub(crate) async fn run(ctx: &Engine, groups: &[Group], readback: &[Rc<DataInner
     while i < groups.len() {
         if groups[i].host {
             let need = host_data(&groups[i]);
-            fetch(ctx, &[], &need).await?;
+            encode_submit_read(ctx, &[], &need).await?;
             let copied = {
                 let _s = ctx.profiler.span("host", Track::Host, || {
                     format!("host {}", timing::label(&groups[i]))
@@ -63,7 +64,7 @@ pub(crate) async fn run(ctx: &Engine, groups: &[Group], readback: &[Rc<DataInner
             // first group: the device starts idle.
             ctx.wait_done().await;
             for g in &groups[i..j] {
-                let out = fetch(ctx, std::slice::from_ref(g), &[]).await?;
+                let out = encode_submit_read(ctx, std::slice::from_ref(g), &[]).await?;
                 if let Some(t0) = out.submitted.filter(|_| out.encoded) {
                     ctx.wait_done().await;
                     let ns = t0.elapsed().as_nanos() as f64;
@@ -76,13 +77,13 @@ pub(crate) async fn run(ctx: &Engine, groups: &[Group], readback: &[Rc<DataInner
                     }
                 }
             }
-            fetch(ctx, &[], &want).await?;
+            encode_submit_read(ctx, &[], &want).await?;
         } else {
-            fetch(ctx, &groups[i..j], &want).await?;
+            encode_submit_read(ctx, &groups[i..j], &want).await?;
         }
         i = j;
     }
-    fetch(ctx, &[], readback).await.map(|_| ())
+    encode_submit_read(ctx, &[], readback).await.map(|_| ())
 }
 
 /// What a submission of groups did.
@@ -157,8 +158,14 @@ fn host_data(g: &Group) -> Vec<Rc<DataInner>> {
         .collect()
 }
 
-/// Encodes and submits `groups`, then reads back whichever of `want` the host lacks.
-async fn fetch(ctx: &Engine, groups: &[Group], want: &[Rc<DataInner>]) -> Result<Fetched> {
+/// Encodes `groups` into one command buffer with the readbacks of whichever of `want` the
+/// host lacks, submits it and reads back: lower and encode each group, write the params arena,
+/// size the scratch, record the compute passes, resolve the timestamps, copy the readbacks.
+async fn encode_submit_read(
+    ctx: &Engine,
+    groups: &[Group],
+    want: &[Rc<DataInner>],
+) -> Result<Fetched> {
     timing::collect(ctx, false);
     let gpu = &ctx.gpu;
     // What needs a readback is known only after the groups are encoded (they mark what they
@@ -186,105 +193,14 @@ async fn fetch(ctx: &Engine, groups: &[Group], want: &[Rc<DataInner>]) -> Result
     let staging = {
         let mut st = ctx.rt.borrow_mut();
         st.purge();
-        let choice = ctx.choice;
-        let mut params: Vec<(Params, Rc<[u32]>)> = Vec::new();
-        let mut cmds: Vec<Cmd> = Vec::new();
-        let mut scratch_words = 0u64;
-        let mut checks = Checks::default();
-        let mut loops = 0u64;
-        for (gi, g) in groups.iter().enumerate() {
-            loops += g.loops.len() as u64;
-            let (first, first_params) = (cmds.len(), params.len());
-            // Under `tune`, a candidate that cannot run the group (workgroup memory, storage
-            // buffers) is dropped and the next one encoded.
-            let (words, sites) = loop {
-                let (lw, trial) = lower_tuned(ctx, g, &choice)?;
-                if lw.positions() == 0 {
-                    break (0, None);
-                }
-                let encoded = encode_group(
-                    ctx,
-                    &mut st,
-                    &mut encoder,
-                    g,
-                    lw,
-                    checks.words,
-                    &mut params,
-                    &mut cmds,
-                );
-                match encoded {
-                    Ok(out) => {
-                        trials[gi] = trial.filter(|(_, timed)| *timed).map(|(k, _)| k);
-                        break out;
-                    }
-                    Err(e) => {
-                        let retry = trial.as_ref().is_some_and(|(k, _)| {
-                            let mut t = ctx.tuner.borrow_mut();
-                            t.as_mut().is_some_and(|t| t.reject(k, &e.to_string()))
-                        });
-                        if !retry {
-                            return Err(e);
-                        }
-                        cmds.truncate(first);
-                        params.truncate(first_params);
-                    }
-                }
-            };
-            scratch_words = scratch_words.max(words);
-            if let Some(sites) = sites {
-                checks.add(gi, g.loops.len(), sites);
-            }
-            cmds[first..].iter_mut().for_each(|c| c.group = gi);
-        }
+        let mut enc = encode_groups(ctx, &mut st, &mut encoder, groups, &mut trials)?;
         // The params arena and scratch must exist before bind groups refer to them.
-        let slot_bytes = params
-            .iter()
-            .map(|(_, c)| PARAMS_BYTES + 4 * c.len() as u64)
-            .max()
-            .unwrap_or(PARAMS_BYTES);
-        let stride = wgpu::util::align_to(
-            slot_bytes,
-            gpu.limits.min_uniform_buffer_offset_alignment as u64,
-        );
-        if !params.is_empty() {
-            let bytes = stride * params.len() as u64;
-            if st.params.as_ref().is_none_or(|b| b.size < bytes) {
-                let b = st.new_buf(
-                    gpu,
-                    bytes,
-                    wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-                    "parloop params",
-                );
-                st.params = Some(b);
-                st.prune_bind_groups();
-            }
-            let mut raw = vec![0u8; bytes as usize];
-            for (k, (p, c)) in params.iter().enumerate() {
-                let at = k * stride as usize;
-                let consts: &[u8] = bytemuck::cast_slice(c);
-                let fixed = PARAMS_BYTES as usize;
-                raw[at..at + fixed].copy_from_slice(bytemuck::bytes_of(p));
-                raw[at + fixed..at + fixed + consts.len()].copy_from_slice(consts);
-            }
-            if let Some(b) = &st.params {
-                gpu.queue.write_buffer(&b.buffer, 0, &raw);
-            }
-        }
-        if scratch_words > 0
-            && st
-                .scratch
-                .as_ref()
-                .is_none_or(|b| b.size < scratch_words * 4)
-        {
-            let (b, _) = st.storage(gpu, scratch_words * 4, "parloop scratch");
-            if let Some(old) = st.scratch.replace(b) {
-                st.pool.entry(old.size).or_default().push(old);
-                st.prune_bind_groups();
-            }
-        }
+        let stride = write_params(&mut st, gpu, &enc.params);
+        ensure_scratch(&mut st, gpu, enc.scratch_words);
         let scratch_id = st.scratch.as_ref().map(|b| (b.id, b.size));
-        let check_id = checks.prepare(&mut st, gpu, &mut encoder);
-        for c in &mut cmds {
+        let check_id = enc.checks.prepare(&mut st, gpu, &mut encoder);
+        let cmds = &mut enc.cmds;
+        for c in cmds.iter_mut() {
             for slot in c.bufs.iter_mut() {
                 if slot.0 == SCRATCH {
                     *slot = scratch_id.unwrap_or((0, 4));
@@ -305,32 +221,7 @@ async fn fetch(ctx: &Engine, groups: &[Group], want: &[Rc<DataInner>]) -> Result
                 count: 2 * groups.len() as u32,
             })
         });
-        let mut k = 0;
-        while k < cmds.len() {
-            let end = if profiling {
-                (k..cmds.len())
-                    .find(|&e| cmds[e].group != cmds[k].group)
-                    .unwrap_or(cmds.len())
-            } else {
-                cmds.len()
-            };
-            let timestamp_writes = queries.as_ref().map(|q| wgpu::ComputePassTimestampWrites {
-                query_set: q,
-                beginning_of_pass_write_index: Some(2 * cmds[k].group as u32),
-                end_of_pass_write_index: Some(2 * cmds[k].group as u32 + 1),
-            });
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("parloop"),
-                timestamp_writes,
-            });
-            for c in &cmds[k..end] {
-                let bg = bind_group(&mut st, gpu, c)?;
-                pass.set_pipeline(&c.pipeline.pipeline);
-                pass.set_bind_group(0, &bg, &[(c.params as u64 * stride) as u32]);
-                pass.dispatch_workgroups(c.grid.0, c.grid.1, 1);
-            }
-            k = end;
-        }
+        record_passes(&mut st, gpu, &mut encoder, cmds, stride, queries.as_ref())?;
         let timing = queries.map(|q| {
             let bytes = 16 * groups.len() as u64;
             let resolve = gpu.device.create_buffer(&wgpu::BufferDescriptor {
@@ -349,7 +240,7 @@ async fn fetch(ctx: &Engine, groups: &[Group], want: &[Rc<DataInner>]) -> Result
         });
         st.stats.dispatches += cmds.len() as u64;
         st.stats.last_dispatches += cmds.len() as u64;
-        st.stats.loops += loops;
+        st.stats.loops += enc.loops;
         st.stats.groups += groups.len() as u64;
         // Readbacks ride in the same submission.
         let mut staging = Vec::new();
@@ -364,11 +255,11 @@ async fn fetch(ctx: &Engine, groups: &[Group], want: &[Rc<DataInner>]) -> Result
             staging.push((d.clone(), buf));
         }
         let check_out = check_id
-            .and_then(|_| checks.copy_out(&mut st, gpu, &mut encoder))
-            .map(|b| (b, checks));
+            .and_then(|_| enc.checks.copy_out(&mut st, gpu, &mut encoder))
+            .map(|b| (b, enc.checks));
         st.stats.submissions += 1;
         st.stats.readbacks += staging.len() as u64;
-        (staging, timing, check_out, !cmds.is_empty())
+        (staging, timing, check_out, !enc.cmds.is_empty())
     };
     let (staging, timing, check_out, encoded) = staging;
     drop(encoding);
@@ -406,4 +297,177 @@ async fn fetch(ctx: &Engine, groups: &[Group], want: &[Rc<DataInner>]) -> Result
         encoded,
         trials,
     })
+}
+
+/// A force's groups encoded: their dispatches, their params slots, the scratch words the
+/// largest needs, checking's records, the loops.
+struct Encoded {
+    params: Vec<(Params, Rc<[u32]>)>,
+    cmds: Vec<Cmd>,
+    scratch_words: u64,
+    checks: Checks,
+    loops: u64,
+}
+
+/// Lowers and encodes each group (plan, pipeline, buffers, dispatches). Under `tune`, a
+/// candidate that cannot run the group (workgroup memory, storage buffers) is dropped and the
+/// next one encoded; the timed trials are noted in `trials`.
+fn encode_groups(
+    ctx: &Engine,
+    st: &mut State,
+    encoder: &mut wgpu::CommandEncoder,
+    groups: &[Group],
+    trials: &mut [Option<Trial>],
+) -> Result<Encoded> {
+    let choice = ctx.choice;
+    let mut params: Vec<(Params, Rc<[u32]>)> = Vec::new();
+    let mut cmds: Vec<Cmd> = Vec::new();
+    let mut scratch_words = 0u64;
+    let mut checks = Checks::default();
+    let mut loops = 0u64;
+    for (gi, g) in groups.iter().enumerate() {
+        loops += g.loops.len() as u64;
+        let (first, first_params) = (cmds.len(), params.len());
+        // Under `tune`, a candidate that cannot run the group (workgroup memory, storage
+        // buffers) is dropped and the next one encoded.
+        let (words, sites) = loop {
+            let (lw, trial) = lower_tuned(ctx, g, &choice)?;
+            if lw.positions() == 0 {
+                break (0, None);
+            }
+            let encoded = encode_group(
+                ctx,
+                st,
+                encoder,
+                g,
+                lw,
+                checks.words,
+                &mut params,
+                &mut cmds,
+            );
+            match encoded {
+                Ok(out) => {
+                    trials[gi] = trial.filter(|(_, timed)| *timed).map(|(k, _)| k);
+                    break out;
+                }
+                Err(e) => {
+                    let retry = trial.as_ref().is_some_and(|(k, _)| {
+                        let mut t = ctx.tuner.borrow_mut();
+                        t.as_mut().is_some_and(|t| t.reject(k, &e.to_string()))
+                    });
+                    if !retry {
+                        return Err(e);
+                    }
+                    cmds.truncate(first);
+                    params.truncate(first_params);
+                }
+            }
+        };
+        scratch_words = scratch_words.max(words);
+        if let Some(sites) = sites {
+            checks.add(gi, g.loops.len(), sites);
+        }
+        cmds[first..].iter_mut().for_each(|c| c.group = gi);
+    }
+    Ok(Encoded {
+        params,
+        cmds,
+        scratch_words,
+        checks,
+        loops,
+    })
+}
+
+/// Writes every dispatch's params (fixed fields, then its group's Const words) into the
+/// uniform arena, one aligned slot each; the slots' stride.
+fn write_params(st: &mut State, gpu: &Gpu, params: &[(Params, Rc<[u32]>)]) -> u64 {
+    let slot_bytes = params
+        .iter()
+        .map(|(_, c)| PARAMS_BYTES + 4 * c.len() as u64)
+        .max()
+        .unwrap_or(PARAMS_BYTES);
+    let stride = wgpu::util::align_to(
+        slot_bytes,
+        gpu.limits.min_uniform_buffer_offset_alignment as u64,
+    );
+    if !params.is_empty() {
+        let bytes = stride * params.len() as u64;
+        if st.params.as_ref().is_none_or(|b| b.size < bytes) {
+            let b = st.new_buf(
+                gpu,
+                bytes,
+                wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                "parloop params",
+            );
+            st.params = Some(b);
+            st.prune_bind_groups();
+        }
+        let mut raw = vec![0u8; bytes as usize];
+        for (k, (p, c)) in params.iter().enumerate() {
+            let at = k * stride as usize;
+            let consts: &[u8] = bytemuck::cast_slice(c);
+            let fixed = PARAMS_BYTES as usize;
+            raw[at..at + fixed].copy_from_slice(bytemuck::bytes_of(p));
+            raw[at + fixed..at + fixed + consts.len()].copy_from_slice(consts);
+        }
+        if let Some(b) = &st.params {
+            gpu.queue.write_buffer(&b.buffer, 0, &raw);
+        }
+    }
+    stride
+}
+
+/// The reductions' scratch buffer, grown to `scratch_words` when smaller.
+fn ensure_scratch(st: &mut State, gpu: &Gpu, scratch_words: u64) {
+    if scratch_words > 0
+        && st
+            .scratch
+            .as_ref()
+            .is_none_or(|b| b.size < scratch_words * 4)
+    {
+        let (b, _) = st.storage(gpu, scratch_words * 4, "parloop scratch");
+        if let Some(old) = st.scratch.replace(b) {
+            st.pool.entry(old.size).or_default().push(old);
+            st.prune_bind_groups();
+        }
+    }
+}
+
+/// The dispatches in compute passes: one pass, or one per group with its timestamps.
+fn record_passes(
+    st: &mut State,
+    gpu: &Gpu,
+    encoder: &mut wgpu::CommandEncoder,
+    cmds: &[Cmd],
+    stride: u64,
+    queries: Option<&wgpu::QuerySet>,
+) -> Result<()> {
+    let profiling = queries.is_some();
+    let mut k = 0;
+    while k < cmds.len() {
+        let end = if profiling {
+            (k..cmds.len())
+                .find(|&e| cmds[e].group != cmds[k].group)
+                .unwrap_or(cmds.len())
+        } else {
+            cmds.len()
+        };
+        let timestamp_writes = queries.map(|q| wgpu::ComputePassTimestampWrites {
+            query_set: q,
+            beginning_of_pass_write_index: Some(2 * cmds[k].group as u32),
+            end_of_pass_write_index: Some(2 * cmds[k].group as u32 + 1),
+        });
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("parloop"),
+            timestamp_writes,
+        });
+        for c in &cmds[k..end] {
+            let bg = bind_group(st, gpu, c)?;
+            pass.set_pipeline(&c.pipeline.pipeline);
+            pass.set_bind_group(0, &bg, &[(c.params as u64 * stride) as u32]);
+            pass.dispatch_workgroups(c.grid.0, c.grid.1, 1);
+        }
+        k = end;
+    }
+    Ok(())
 }

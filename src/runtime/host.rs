@@ -15,11 +15,12 @@ use std::rc::Rc;
 pub(crate) fn run_group(g: &Group) -> Result<u64> {
     let mut copied = 0u64;
     for lp in &g.loops {
-        let f = lp.kernel.0.host.clone().ok_or_else(|| {
-            Error::ParLoop(format!(
+        let f = lp.kernel.0.host.clone().ok_or_else(|| Error::Kernel {
+            par_loop: Some(lp.site()),
+            message: format!(
                 "{}: the kernel has neither WGSL nor a host closure",
                 lp.name()
-            ))
+            ),
         })?;
         // Distinct data of the loop, with host copies made current.
         let mut data: Vec<Rc<DataInner>> = Vec::new();

@@ -11,10 +11,8 @@ pub mod device;
 mod encode;
 pub(crate) mod exec;
 mod host;
-pub(crate) mod lower;
 mod readback;
 pub(crate) mod timing;
-pub(crate) mod tune;
 
 use crate::config::Config;
 use crate::data::{DataInner, MapInner, SubsetInner};
@@ -23,8 +21,8 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::{Rc, Weak};
 
+pub use crate::lower::tune::{Tried, TuneReport};
 pub use device::Gpu;
-pub use tune::{Tried, TuneReport};
 
 /// The device side of a Context: the device, everything held on it, the shaders of the last
 /// force, and the settings that decide how work is encoded. Every runtime function takes it;
@@ -35,7 +33,7 @@ pub(crate) struct Engine {
     /// The WGSL of the groups the last force ran.
     pub shaders: RefCell<Vec<Rc<str>>>,
     /// The execution knobs lowering needs (from the configuration and the adapter).
-    pub choice: lower::Choice,
+    pub choice: crate::lower::Choice,
     /// Time each group (`Config::times_groups`): with timestamp queries where the adapter has
     /// them, else each group submitted alone and waited for.
     pub profile: bool,
@@ -50,14 +48,14 @@ pub(crate) struct Engine {
     /// Submissions whose timestamps are still to be read (`timing::collect`).
     pub pending_times: RefCell<Vec<timing::PendingTimes>>,
     /// `Strategy::Tune`'s measurements and choices (None under any other strategy).
-    pub tuner: RefCell<Option<tune::Tuner>>,
+    pub tuner: RefCell<Option<crate::lower::tune::Tuner>>,
     /// `Config::grid_limit`.
     pub grid_limit: Option<u32>,
 }
 
 impl Engine {
     pub fn new(gpu: Gpu, config: &Config) -> Engine {
-        let choice = lower::Choice {
+        let choice = crate::lower::Choice {
             strategy: config.strategy,
             staging: config.staging,
             block_size: config.block_size,
@@ -76,7 +74,7 @@ impl Engine {
         let tune = config.strategy == crate::config::Strategy::Tune;
         let tuner = (tune && (timestamps || wall_clock)).then(|| {
             let i = &gpu.info;
-            tune::Tuner::new(
+            crate::lower::tune::Tuner::new(
                 format!(
                     "{} | {} {} | {:?}",
                     i.name, i.driver, i.driver_info, i.backend
@@ -296,6 +294,24 @@ impl PlanEntry {
 /// Pipelines kept at most; the least recently used goes first (a program that keeps making
 /// new kernels must not keep every shader it ever compiled).
 pub(crate) const MAX_PIPELINES: usize = 256;
+
+/// One dispatch: the pipeline, the bind group (by cache key), the params slot, the grid.
+pub(crate) struct Cmd {
+    pub pipeline: Rc<Pipeline>,
+    /// Buffers in binding order after the params arena: (buffer id, bound bytes).
+    pub bufs: Vec<(u64, u64)>,
+    pub params: usize,
+    /// Bytes of the params binding (fixed fields plus the group's Const words).
+    pub params_bytes: u64,
+    pub grid: (u32, u32),
+    /// Index of the group in the force (for per-group timing).
+    pub group: usize,
+}
+
+/// Bytes a storage binding covers (at least 4).
+pub(crate) fn bound(bytes: u64) -> u64 {
+    bytes.max(4)
+}
 
 pub(crate) struct Pipeline {
     pub id: u64,

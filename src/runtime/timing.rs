@@ -2,10 +2,10 @@
 //! alone (the synchronised wall clock), into `Stats::kernel_times`, the profile's table and
 //! timeline, and the tuner.
 
-use super::tune::Trial;
 use super::{Buf, Engine, State};
 use crate::data::Via;
 use crate::fuse::Group;
+use crate::lower::tune::Trial;
 use crate::profile::Track;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};

@@ -202,6 +202,10 @@ pub struct LoopRecord {
 }
 
 impl LoopRecord {
+    /// Where the par_loop was called (for errors a program can match).
+    pub fn site(&self) -> crate::error::LoopSite {
+        crate::error::LoopSite::new(self.kernel.name(), self.at.site)
+    }
     /// "par_loop `res_calc` at src/main.rs:42".
     pub fn name(&self) -> String {
         format!(

@@ -1,4 +1,4 @@
-//! The explicit wave equation of seed 001 (Firedrake's wave test), as par_loops, on triangles
+//! The explicit wave equation (Firedrake's wave test), as par_loops, on triangles
 //! (2-D) or tetrahedra (3-D):
 //!
 //! ```text

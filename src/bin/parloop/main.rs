@@ -12,12 +12,6 @@ fn main() {
 
 #[cfg(not(target_arch = "wasm32"))]
 mod bench;
-#[cfg(not(target_arch = "wasm32"))]
-mod bench_copy;
-#[cfg(not(target_arch = "wasm32"))]
-mod bench_solver;
-#[cfg(not(target_arch = "wasm32"))]
-mod bench_tune;
 #[cfg(all(feature = "hdf5", not(target_arch = "wasm32")))]
 mod convert;
 
@@ -174,10 +168,11 @@ mod cli {
             #[cfg(feature = "hdf5")]
             Command::Convert { input, output, f32 } => crate::convert::run(&input, &output, f32),
             Command::Info => {
-                let choice = parloop::AdapterChoice::parse(
-                    &std::env::var("PARLOOP_ADAPTER").unwrap_or_default(),
-                );
-                Ok(pollster::block_on(parloop::adapter_report(&choice)))
+                let config = parloop::Config::from_env().map_err(|e| e.to_string())?;
+                Ok(pollster::block_on(parloop::adapter_report(
+                    &config.adapter,
+                    config.backends,
+                )))
             }
             Command::Plan {
                 mesh,

@@ -14,7 +14,7 @@
 //! | `Staged` | `staged.rs` (+ `blocks.rs`) | blocks | workgroup memory, workgroup atomics |
 //!
 //! A new strategy is a variant of `config::Strategy` and of [`Schedule`], a file here, and the
-//! arms the compiler then asks for: every match over either enum is exhaustive (`tests/tidy.rs`
+//! arms the compiler then asks for: every match over either enum is exhaustive (`tests/it/tidy.rs`
 //! refuses a catch-all arm).
 
 pub(crate) mod atomics;

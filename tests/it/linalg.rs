@@ -1,0 +1,590 @@
+//! Sparse matrices and CG (issue 26) against plain Rust: the pattern of a small mesh by hand;
+//! assembly (racing increments of element matrices) under every strategy, lazy and eager, on a
+//! shuffled mesh with many blocks and colours, entry by entry against a plain-Rust CSR
+//! assembly; y = A x, zero_rows and the diagonal; MatrixMarket output read back; CG against a
+//! plain-Rust CG in f64; and the errors: a pair the sparsity lacks, a row without a diagonal,
+//! wrong vectors, an indefinite matrix, the iteration limit.
+
+use crate::common;
+
+use common::{ctx, ctx_with, strategies};
+use parloop::linalg::{Mat, SolveOptions, Sparsity, cg};
+use parloop::mesh::unit_square;
+use parloop::{Config, Context, Dat, Kernel, Map, Set};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// A mesh's vertices, cells and cell -> vertex map on `ctx`'s declarations.
+fn mesh(n: usize, shuffle: u64) -> (Set, Set, Map, Vec<u32>) {
+    let m = unit_square(n).shuffled(shuffle).0;
+    let (vertices, cells) = (
+        Set::new("vertices", m.nvertices()),
+        Set::new("cells", m.ncells()),
+    );
+    let cv = Map::new("cell_vertices", &cells, &vertices, 3, &m.cells).unwrap();
+    (vertices, cells, cv, m.cells)
+}
+
+/// An element matrix of small integers, different per cell and entry: sums are exact in f32
+/// whatever the order of the increments.
+const ELEMENT: &str = "
+fn element(w: ptr<function, array<f32, 1>>, a: ptr<function, array<f32, 9>>) {
+    for (var i = 0u; i < 3u; i++) {
+        for (var j = 0u; j < 3u; j++) {
+            (*a)[3u * i + j] += (*w)[0] * f32(1u + i + 3u * j);
+        }
+    }
+}
+";
+
+fn weights(ncells: usize) -> Vec<f32> {
+    (0..ncells).map(|c| (c % 7) as f32 - 3.0).collect()
+}
+
+/// The same assembly in plain Rust: (row, column) -> value.
+fn reference(cells: &[u32], w: &[f32]) -> BTreeMap<(u32, u32), f64> {
+    let mut a = BTreeMap::new();
+    for (c, vs) in cells.chunks_exact(3).enumerate() {
+        for i in 0..3 {
+            for j in 0..3 {
+                *a.entry((vs[i], vs[j])).or_insert(0.0) += w[c] as f64 * (1 + i + 3 * j) as f64;
+            }
+        }
+    }
+    a
+}
+
+/// The Mat's entries as (row, column) -> value.
+fn entries(a: &Mat<f32>) -> BTreeMap<(u32, u32), f64> {
+    let s = a.sparsity();
+    let v = a.values.data_ro().unwrap();
+    let mut out = BTreeMap::new();
+    for r in 0..s.rows().size() {
+        for (k, &c) in s.row(r).iter().enumerate() {
+            out.insert((r as u32, c), v[r * s.width() + k] as f64);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_pattern_of_two_triangles() {
+    let (vertices, _, cv, _) = mesh(1, 0);
+    let s = Sparsity::new(&ctx(), "s", &vertices, &vertices, &[(&cv, &cv)]).unwrap();
+    let m = unit_square(1).shuffled(0).0;
+    // Each vertex couples with every vertex of its cells.
+    for v in 0..4u32 {
+        let mut want: Vec<u32> = m
+            .cells
+            .chunks(3)
+            .filter(|c| c.contains(&v))
+            .flatten()
+            .copied()
+            .collect();
+        want.sort();
+        want.dedup();
+        assert_eq!(s.row(v as usize), want, "row {v}");
+    }
+    assert_eq!(s.nnz(), 14);
+    assert_eq!(s.width(), 4);
+}
+
+fn assemble(ctx: &Context, n: usize) -> (Mat<f32>, Vec<u32>, Vec<f32>) {
+    let (vertices, cells, cv, flat) = mesh(n, 5);
+    let s = Rc::new(Sparsity::new(&ctx, "s", &vertices, &vertices, &[(&cv, &cv)]).unwrap());
+    let a = Mat::<f32>::new(ctx, "A", &s).unwrap();
+    let w = weights(cells.size());
+    let wd = ctx.dat("w", &cells, 1, &w).unwrap();
+    let k = Kernel::new("element", ELEMENT);
+    ctx.par_loop(&k, &cells, &[wd.read(), a.inc(&cv, &cv).unwrap()])
+        .unwrap();
+    (a, flat, w)
+}
+
+#[test]
+fn assembly_under_every_strategy_lazy_and_eager_equals_plain_rust() {
+    let probe = ctx();
+    for (strategy, staging) in strategies(&probe) {
+        for lazy in [true, false] {
+            let ctx = ctx_with(Config {
+                strategy,
+                staging,
+                lazy,
+                block_size: Some(64),
+                ..Config::from_env().unwrap()
+            });
+            let (a, cells, w) = assemble(&ctx, 24);
+            let want = reference(&cells, &w);
+            assert_eq!(entries(&a), want, "{strategy:?} {staging:?} lazy {lazy}");
+        }
+    }
+}
+
+#[test]
+fn product_rows_diagonal_and_matrix_market() {
+    let ctx = ctx();
+    let (a, cells, w) = assemble(&ctx, 12);
+    let want = reference(&cells, &w);
+    let s = a.sparsity();
+    let n = s.rows().size();
+    let xv: Vec<f32> = (0..n).map(|i| (i % 5) as f32 - 2.0).collect();
+    let x = ctx.dat("x", s.cols(), 1, &xv).unwrap();
+    let y = ctx.dat_zeros::<f32>("y", s.rows(), 1).unwrap();
+    a.mult(&ctx, &x, &y).unwrap();
+    let mut ref_y = vec![0.0f64; n];
+    for (&(r, c), v) in &want {
+        ref_y[r as usize] += v * xv[c as usize] as f64;
+    }
+    let got: Vec<f64> = y.data_ro().unwrap().iter().map(|&v| v as f64).collect();
+    assert_eq!(got, ref_y, "y = A x");
+    // MatrixMarket: every entry once, 1-based, read back.
+    let path = std::env::temp_dir().join(format!("parloop-mm-{}.mtx", std::process::id()));
+    a.write_matrix_market(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    let mut lines = text.lines().filter(|l| !l.starts_with('%'));
+    assert_eq!(lines.next().unwrap(), format!("{n} {n} {}", want.len()));
+    let read: BTreeMap<(u32, u32), f64> = lines
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (r, c): (u32, u32) = (f[0].parse().unwrap(), f[1].parse().unwrap());
+            ((r - 1, c - 1), f[2].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(read, want);
+    // Padding slots are never read: filling every slot changes only the entries.
+    ctx.fill(&a.values, 1.0).unwrap();
+    a.mult(&ctx, &x, &y).unwrap();
+    let mut ones_y = vec![0.0f64; n];
+    for &(r, c) in want.keys() {
+        ones_y[r as usize] += xv[c as usize] as f64;
+    }
+    let got: Vec<f64> = y.data_ro().unwrap().iter().map(|&v| v as f64).collect();
+    assert_eq!(got, ones_y, "y = A x with every slot 1");
+    assert!(s.fill() < 1.0, "the test needs padding: fill {}", s.fill());
+    let (a, cells, w) = assemble(&ctx, 12);
+    assert_eq!(reference(&cells, &w), want, "the same mesh again");
+    // Rows 0 and 3 zeroed (named twice) with 5 on the diagonal; the diagonal read back.
+    a.zero_rows(&ctx, &[3, 0, 3], 5.0).unwrap();
+    let d = a.diagonal(&ctx).unwrap();
+    let d = d.data_ro().unwrap();
+    let got = entries(&a);
+    for (&(r, c), &v) in &want {
+        let expect = match r {
+            0 | 3 => {
+                if r == c {
+                    5.0
+                } else {
+                    0.0
+                }
+            }
+            _ => v,
+        };
+        assert_eq!(got[&(r, c)], expect, "entry ({r}, {c}) after zero_rows");
+        if r == c {
+            assert_eq!(d[r as usize] as f64, expect, "diagonal {r}");
+        }
+    }
+}
+
+/// The P1 Laplacian of the unit square with Dirichlet rows, in plain Rust (f64) and by a
+/// par_loop, and CG on both.
+#[test]
+fn cg_equals_a_plain_rust_cg() {
+    let ctx = ctx();
+    let n = 16;
+    let m = unit_square(n);
+    let vertices = Set::new("vertices", m.nvertices());
+    let cells = Set::new("cells", m.ncells());
+    let cv = Map::new("cv", &cells, &vertices, 3, &m.cells).unwrap();
+    let s = Rc::new(Sparsity::new(&ctx, "lap", &vertices, &vertices, &[(&cv, &cv)]).unwrap());
+    let a = Mat::<f32>::new(&ctx, "A", &s).unwrap();
+    let x2: Vec<f32> = m.coords_f32();
+    let x = ctx.dat("x", &vertices, 2, &x2).unwrap();
+    let k = Kernel::new(
+        "lap",
+        "fn lap(x: ptr<function, array<f32, 6>>, a: ptr<function, array<f32, 9>>) {
+            let det = ((*x)[2] - (*x)[0]) * ((*x)[5] - (*x)[1]) - ((*x)[4] - (*x)[0]) * ((*x)[3] - (*x)[1]);
+            var gx: array<f32, 3>; var gy: array<f32, 3>;
+            for (var i = 0u; i < 3u; i++) {
+                let j = (i + 1u) % 3u; let k = (i + 2u) % 3u;
+                gx[i] = ((*x)[2u * j + 1u] - (*x)[2u * k + 1u]) / det;
+                gy[i] = ((*x)[2u * k] - (*x)[2u * j]) / det;
+            }
+            for (var i = 0u; i < 9u; i++) {
+                (*a)[i] += abs(det) / 2.0 * (gx[i / 3u] * gx[i % 3u] + gy[i / 3u] * gy[i % 3u]);
+            }
+        }",
+    );
+    ctx.par_loop(&k, &cells, &[x.all(&cv).read(), a.inc(&cv, &cv).unwrap()])
+        .unwrap();
+    let boundary: Vec<u32> = (0..m.nvertices() as u32)
+        .filter(|&v| {
+            let c = m.coords[v as usize];
+            c[0] == 0.0 || c[0] == 1.0 || c[1] == 0.0 || c[1] == 1.0
+        })
+        .collect();
+    a.zero_rows(&ctx, &boundary, 1.0).unwrap();
+    // b = 1 inside, 0 on the boundary.
+    let bv: Vec<f32> = (0..m.nvertices() as u32)
+        .map(|v| if boundary.contains(&v) { 0.0 } else { 1.0 })
+        .collect();
+    let b = ctx.dat("b", &vertices, 1, &bv).unwrap();
+    let u = ctx.dat_zeros::<f32>("u", &vertices, 1).unwrap();
+    let opts = SolveOptions {
+        rtol: 1e-6,
+        max_iterations: 500,
+        check_every: 5,
+    };
+    let report = cg(&ctx, &a, &b, &u, None, &opts).unwrap();
+    // Plain Rust: the same matrix in f64 from the mesh, the same CG, to 1e-12.
+    let nv = m.nvertices();
+    let mut rows: Vec<BTreeMap<usize, f64>> = vec![BTreeMap::new(); nv];
+    for c in m.cells.chunks_exact(3) {
+        let p = [0, 1, 2].map(|i| m.coords[c[i] as usize]);
+        let det =
+            (p[1][0] - p[0][0]) * (p[2][1] - p[0][1]) - (p[2][0] - p[0][0]) * (p[1][1] - p[0][1]);
+        let g: Vec<[f64; 2]> = (0..3)
+            .map(|i| {
+                let (j, k) = ((i + 1) % 3, (i + 2) % 3);
+                [(p[j][1] - p[k][1]) / det, (p[k][0] - p[j][0]) / det]
+            })
+            .collect();
+        for i in 0..3 {
+            for j in 0..3 {
+                *rows[c[i] as usize].entry(c[j] as usize).or_insert(0.0) +=
+                    det.abs() / 2.0 * (g[i][0] * g[j][0] + g[i][1] * g[j][1]);
+            }
+        }
+    }
+    for &v in &boundary {
+        rows[v as usize] = BTreeMap::from([(v as usize, 1.0)]);
+    }
+    let mul = |x: &[f64]| -> Vec<f64> {
+        rows.iter()
+            .map(|r| r.iter().map(|(&c, v)| v * x[c]).sum())
+            .collect()
+    };
+    let dot = |a: &[f64], b: &[f64]| -> f64 { a.iter().zip(b).map(|(x, y)| x * y).sum() };
+    let b64: Vec<f64> = bv.iter().map(|&v| v as f64).collect();
+    let (mut xr, mut r, mut p) = (vec![0.0; nv], b64.clone(), b64.clone());
+    let mut rr = dot(&r, &r);
+    let mut iterations = 0;
+    while rr.sqrt() > 1e-12 * dot(&b64, &b64).sqrt() {
+        let q = mul(&p);
+        let alpha = rr / dot(&p, &q);
+        for i in 0..nv {
+            xr[i] += alpha * p[i];
+            r[i] -= alpha * q[i];
+        }
+        let next = dot(&r, &r);
+        for i in 0..nv {
+            p[i] = r[i] + next / rr * p[i];
+        }
+        rr = next;
+        iterations += 1;
+    }
+    let got = u.data_ro().unwrap();
+    let scale = xr.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let diff = got
+        .iter()
+        .zip(&xr)
+        .map(|(g, w)| (*g as f64 - w).abs())
+        .fold(0.0, f64::max);
+    assert!(
+        diff < 1e-4 * scale,
+        "CG differs from plain Rust by {diff} (scale {scale})"
+    );
+    let last = report.residuals.last().unwrap();
+    assert!(last.1 <= 1e-6 && last.0 == report.iterations, "{report:?}");
+    // f32 needs about the iterations f64 needs to reach 1e-6 (f64 went on to 1e-12).
+    assert!(
+        report.iterations <= iterations,
+        "{} vs {iterations}",
+        report.iterations
+    );
+    assert!(report.iterations >= 10, "{report:?}");
+}
+
+/// A 2 x 2 diagonal matrix with the given diagonal, on its own set.
+fn diagonal_matrix(ctx: &Context, d: &[f32]) -> (Mat<f32>, Set) {
+    let s = Set::new("s", d.len());
+    let id: Vec<u32> = (0..d.len() as u32).collect();
+    let m = Map::new("id", &s, &s, 1, &id).unwrap();
+    let sp = Rc::new(Sparsity::new(&ctx, "diag", &s, &s, &[(&m, &m)]).unwrap());
+    let a = Mat::<f32>::new(ctx, "D", &sp).unwrap();
+    let dd = ctx.dat("d", &s, 1, d).unwrap();
+    let k = Kernel::new(
+        "put",
+        "fn put(d: ptr<function, array<f32, 1>>, a: ptr<function, array<f32, 1>>) { (*a)[0] += (*d)[0]; }",
+    );
+    ctx.par_loop(&k, &s, &[dd.read(), a.inc(&m, &m).unwrap()])
+        .unwrap();
+    (a, s)
+}
+
+#[test]
+fn errors_name_what_is_wrong() {
+    let ctx = ctx();
+    let (vertices, cells, cv, _) = mesh(2, 0);
+    let other = Map::new("other", &cells, &vertices, 3, cv.values()).unwrap();
+    let s = Rc::new(Sparsity::new(&ctx, "s", &vertices, &vertices, &[(&cv, &cv)]).unwrap());
+    let a = Mat::<f32>::new(&ctx, "A", &s).unwrap();
+    let e = a.inc(&other, &cv).err().expect("refused").to_string();
+    assert!(
+        e.contains("was not built from the pair (`other`, `cell_vertices`)"),
+        "{e}"
+    );
+    // A rectangular pattern (cells x vertices) has no diagonal.
+    let one = Map::new(
+        "first",
+        &cells,
+        &cells,
+        1,
+        &(0..cells.size() as u32).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let rect = Rc::new(Sparsity::new(&ctx, "r", &cells, &vertices, &[(&one, &cv)]).unwrap());
+    let r = Mat::<f32>::new(&ctx, "R", &rect).unwrap();
+    let e = r
+        .zero_rows(&ctx, &[2], 1.0)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("row 2 has no diagonal entry"), "{e}");
+    let wrong: Dat<f32> = ctx.dat_zeros("w", &cells, 1).unwrap();
+    let y = ctx.dat_zeros::<f32>("y", &vertices, 1).unwrap();
+    let e = a.mult(&ctx, &wrong, &y).err().expect("refused").to_string();
+    assert!(
+        e.contains("x must be a Dat of dim 1 (the block) on `vertices`"),
+        "{e}"
+    );
+    let e = Sparsity::new(&ctx, "bad", &cells, &vertices, &[(&cv, &cv)])
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("pair 0: map `cell_vertices` goes to `vertices`"),
+        "{e}"
+    );
+    // An indefinite matrix: p.Ap = 0 on the first step.
+    let (d, s) = diagonal_matrix(&ctx, &[1.0, -1.0]);
+    let b = ctx.dat("b", &s, 1, &[1.0f32, 1.0]).unwrap();
+    let x = ctx.dat_zeros::<f32>("x", &s, 1).unwrap();
+    let opts = SolveOptions {
+        check_every: 1,
+        ..SolveOptions::default()
+    };
+    let e = cg(&ctx, &d, &b, &x, None, &opts)
+        .err()
+        .expect("breakdown")
+        .to_string();
+    assert!(
+        e.contains("cg broke down between iterations 0 and 1"),
+        "{e}"
+    );
+    // The iteration limit.
+    let (d, s) = diagonal_matrix(&ctx, &[1.0, 2.0, 3.0, 4.0]);
+    let b = ctx.dat("b", &s, 1, &[1.0f32; 4]).unwrap();
+    let x = ctx.dat_zeros::<f32>("x", &s, 1).unwrap();
+    let opts = SolveOptions {
+        max_iterations: 2,
+        rtol: 1e-9,
+        check_every: 1,
+    };
+    let e = cg(&ctx, &d, &b, &x, None, &opts)
+        .err()
+        .expect("limit")
+        .to_string();
+    assert!(e.contains("did not converge in 2 iterations"), "{e}");
+    // Jacobi makes a diagonal matrix one step.
+    let x = ctx.dat_zeros::<f32>("x2", &s, 1).unwrap();
+    let diag = d.diagonal(&ctx).unwrap();
+    let rep = cg(
+        &ctx,
+        &d,
+        &b,
+        &x,
+        Some(&diag),
+        &SolveOptions {
+            check_every: 1,
+            ..SolveOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(rep.iterations, 1, "{rep:?}");
+    assert_eq!(&*x.data_ro().unwrap(), &[1.0, 0.5, 1.0 / 3.0, 0.25]);
+}
+
+/// A Dirichlet condition on the left side of the unit square, applied as PETSc's
+/// MatZeroRowsColumns: the constrained rows and columns zeroed with 1 on the diagonal, b
+/// lifted (b - A g on the free rows, g on the constrained), u = g there; CG then gives the
+/// plain-Rust dense solve of the free unknowns. A group of cells is refused.
+#[test]
+fn dirichlet_zeros_rows_and_columns_and_lifts_the_right_hand_side() {
+    use parloop::linalg::Dirichlet;
+    use parloop::mesh::topology::MeshData;
+    let ctx = ctx();
+    let square = unit_square(4);
+    let md = MeshData::new(&ctx, &square).unwrap();
+    let x = &square.coords;
+    let f = md.interpolate::<f32>(&ctx, "f", |_| 1.0).unwrap();
+    let (a, b) =
+        parloop::apps::poisson::assemble::<f32>(&ctx, "A", &md.cell_vertices, &md.coords, &f)
+            .unwrap();
+    let k = entries(&a);
+    let b0: Vec<f64> = b.data_ro().unwrap().iter().map(|&v| v as f64).collect();
+    let bv = md.boundary_vertices.values();
+    let left: Vec<u32> = (0..md.boundary.size() as u32)
+        .filter(|&e| {
+            bv[2 * e as usize..][..2]
+                .iter()
+                .all(|&v| x[v as usize][0] == 0.0)
+        })
+        .collect();
+    assert_eq!(left.len(), 4);
+    let left = parloop::Subset::new("left", &md.boundary, &left).unwrap();
+    let exact = |p: [f64; 3]| 1.0 + p[0] + 2.0 * p[1];
+    let g = md.interpolate::<f32>(&ctx, "g", exact).unwrap();
+    let bc = Dirichlet::<f32>::on_facets(&ctx, &left, &md.boundary_vertices).unwrap();
+    let u = ctx.dat_zeros::<f32>("u", &md.vertices, 1).unwrap();
+    bc.apply(&ctx, &a, &b, &u, &g).unwrap();
+    let n = x.len();
+    let fixed: Vec<bool> = (0..n).map(|v| x[v][0] == 0.0).collect();
+    let gv: Vec<f64> = (0..n).map(|v| exact(x[v]) as f32 as f64).collect();
+    for (&(r, c), &v) in &entries(&a) {
+        let (r, c) = (r as usize, c as usize);
+        let want = match (fixed[r], fixed[c]) {
+            (true, _) => f64::from(u8::from(r == c)),
+            (false, true) => 0.0,
+            (false, false) => k[&(r as u32, c as u32)],
+        };
+        assert!((v - want).abs() < 1e-6, "A({r}, {c}) = {v}, want {want}");
+    }
+    let lifted: Vec<f64> = (0..n)
+        .map(|r| match fixed[r] {
+            true => gv[r],
+            false => {
+                let known: f64 = (0..n)
+                    .filter(|&c| fixed[c])
+                    .map(|c| k.get(&(r as u32, c as u32)).unwrap_or(&0.0) * gv[c])
+                    .sum();
+                b0[r] - known
+            }
+        })
+        .collect();
+    let bs = b.data_ro().unwrap().to_vec();
+    for r in 0..n {
+        assert!(
+            (bs[r] as f64 - lifted[r]).abs() < 1e-5,
+            "b[{r}] {} vs {}",
+            bs[r],
+            lifted[r]
+        );
+    }
+    let opts = SolveOptions {
+        rtol: 1e-7,
+        ..SolveOptions::default()
+    };
+    cg(&ctx, &a, &b, &u, None, &opts).unwrap();
+    // The free unknowns by dense Gaussian elimination in f64.
+    let free: Vec<usize> = (0..n).filter(|&v| !fixed[v]).collect();
+    let m = free.len();
+    let mut dense = vec![0.0; m * (m + 1)];
+    for (i, &r) in free.iter().enumerate() {
+        for (j, &c) in free.iter().enumerate() {
+            dense[i * (m + 1) + j] = *k.get(&(r as u32, c as u32)).unwrap_or(&0.0);
+        }
+        dense[i * (m + 1) + m] = lifted[r];
+    }
+    for p in 0..m {
+        for i in p + 1..m {
+            let f = dense[i * (m + 1) + p] / dense[p * (m + 1) + p];
+            for j in p..=m {
+                dense[i * (m + 1) + j] -= f * dense[p * (m + 1) + j];
+            }
+        }
+    }
+    let mut sol = vec![0.0; m];
+    for i in (0..m).rev() {
+        let s: f64 = (i + 1..m).map(|j| dense[i * (m + 1) + j] * sol[j]).sum();
+        sol[i] = (dense[i * (m + 1) + m] - s) / dense[i * (m + 1) + i];
+    }
+    let got = u.data_ro().unwrap();
+    for (i, &r) in free.iter().enumerate() {
+        assert!(
+            (got[r] as f64 - sol[i]).abs() < 1e-4,
+            "u[{r}] {} vs {}",
+            got[r],
+            sol[i]
+        );
+    }
+    for v in (0..n).filter(|&v| fixed[v]) {
+        assert_eq!(got[v] as f64, gv[v], "u[{v}] keeps g");
+    }
+    // A time loop keeps A: the lifting kept by apply_keeping gives a later b (other values
+    // of g) what a condition on the matrix as assembled gives.
+    let (a2, b2) =
+        parloop::apps::poisson::assemble::<f32>(&ctx, "A2", &md.cell_vertices, &md.coords, &f)
+            .unwrap();
+    let u2 = ctx.dat_zeros::<f32>("u2", &md.vertices, 1).unwrap();
+    let lifting = bc.apply_keeping(&ctx, &a2, &b2, &u2, &g).unwrap();
+    let later = |p: [f64; 3]| 2.0 - p[0] + 0.5 * p[1];
+    let g2 = md.interpolate::<f32>(&ctx, "g2", later).unwrap();
+    let b0f: Vec<f32> = b0.iter().map(|&v| 0.5 * v as f32).collect();
+    let b3 = ctx.dat("b3", &md.vertices, 1, &b0f).unwrap();
+    lifting.apply(&ctx, &b3, &g2).unwrap();
+    let got = b3.data_ro().unwrap().to_vec();
+    for r in 0..n {
+        let want = match fixed[r] {
+            true => later(x[r]) as f32 as f64,
+            false => {
+                let known: f64 = (0..n)
+                    .filter(|&c| fixed[c])
+                    .map(|c| {
+                        k.get(&(r as u32, c as u32)).unwrap_or(&0.0) * later(x[c]) as f32 as f64
+                    })
+                    .sum();
+                b0f[r] as f64 - known
+            }
+        };
+        assert!(
+            (got[r] as f64 - want).abs() < 1e-5,
+            "later b[{r}] {} vs {want}",
+            got[r]
+        );
+    }
+    assert_eq!(
+        entries(&a2),
+        entries(&a),
+        "apply_keeping changes A as apply does"
+    );
+    // A second condition before A is assembled again would lift b by zeroed columns.
+    let e = bc
+        .apply(&ctx, &a, &b, &u, &g)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("assemble it again"), "{e}");
+    let e = bc
+        .apply_keeping(&ctx, &a, &b, &u, &g)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("there is no lifting left to keep"), "{e}");
+    let e = bc
+        .apply(&ctx, &a, &b, &b, &g)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("b (`A load`) is also u"), "{e}");
+    let cells = parloop::Subset::new("some cells", &md.cells, &[0, 1]).unwrap();
+    let e = Dirichlet::<f32>::on_facets(&ctx, &cells, &md.boundary_vertices)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("group `some cells`") && e.contains("is not a boundary"),
+        "{e}"
+    );
+}
