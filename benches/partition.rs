@@ -53,7 +53,7 @@ fn main() {
     println!("\nLoops found on the seed-derived cases (docs/background.md):\n");
     println!("| case | optimum | best | exact | list | moose | tvm |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/partition");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/partition");
     for (name, optimum) in seed_cases::SEED_CASES {
         let text = std::fs::read_to_string(format!("{dir}/{name}.json")).expect("case file");
         let g = Graph::from_json(&text).expect("valid case");

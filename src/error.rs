@@ -39,7 +39,7 @@ impl std::fmt::Display for LoopSite {
 
 /// What went wrong. The message (`Display`) is the whole story; the fields say which par_loop,
 /// argument, element or rank for a program that handles the error.
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
 #[non_exhaustive]
 pub enum Error {
     /// A par_loop's arguments do not fit its kernel, its set or the device; or a Dat operation
@@ -101,9 +101,52 @@ pub enum Error {
     /// The host used an object in a way that cannot work (e.g. a live borrow during a readback).
     #[error("{0}")]
     Usage(String),
+    /// A Krylov solver stopped without a solution: it reached its iteration limit, broke down
+    /// or diverged (an inexact Newton step may go on from the iterate it left).
+    #[error("{message}")]
+    Solver {
+        /// The solver (`cg`, `bicgstab`).
+        solver: &'static str,
+        /// Why it stopped.
+        failure: SolverFailure,
+        /// The iterations it ran.
+        iterations: usize,
+        /// The last relative residual it read (NaN or infinite after a breakdown).
+        residual: f64,
+        /// The message.
+        message: String,
+    },
+    /// A file could not be read or written, or does not hold what it should.
+    #[error("{message}")]
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The message (it names the file).
+        message: String,
+    },
+}
+
+/// Why a Krylov solver stopped without a solution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SolverFailure {
+    /// The iteration limit came with the residual above the tolerance.
+    NotConverged,
+    /// A division by zero or a value that is not finite (A singular, or not what the solver
+    /// needs: CG needs a symmetric positive definite A).
+    BrokeDown,
+    /// The residual grew 1e10-fold.
+    Diverged,
 }
 
 impl Error {
+    /// An error about the file `path`.
+    pub(crate) fn file(path: &std::path::Path, message: String) -> Error {
+        Error::File {
+            path: path.to_path_buf(),
+            message,
+        }
+    }
     /// A par_loop's error: its site, the argument at fault, the message.
     pub(crate) fn par_loop(site: &LoopSite, arg: Option<usize>, message: String) -> Error {
         Error::ParLoop {

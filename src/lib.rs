@@ -43,7 +43,7 @@ pub mod util;
 pub use config::{AdapterChoice, Config, Staging, Strategy, TuneCache, Variant};
 pub use context::Context;
 pub use data::{Arg, ConstValue, Dat, Global, Indirect, IterSpace, Map, Sections, Set, Subset};
-pub use error::{Error, LoopSite, Result};
+pub use error::{Error, LoopSite, Result, SolverFailure};
 pub use kernel::{HostArgs, Kernel};
 pub use runtime::device::report as adapter_report;
 pub use runtime::{Gpu, KernelTime, Stats, Tried, TuneReport};

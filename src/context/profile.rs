@@ -108,8 +108,12 @@ impl Context {
     pub fn write_trace(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
         let text = self.trace_json();
-        crate::util::replace_file(path, |tmp| std::fs::write(tmp, text))
-            .map_err(|e| Error::Usage(format!("write_trace: cannot write {}: {e}", path.display())))
+        crate::util::replace_file(path, |tmp| std::fs::write(tmp, text)).map_err(|e| {
+            Error::file(
+                path,
+                format!("write_trace: cannot write {}: {e}", path.display()),
+            )
+        })
     }
 }
 

@@ -2,7 +2,7 @@
 //! block of each (the rows of the maps and the values of the Dats for elements
 //! `range(set)`), as a parallel reader or generator produces them; `distribute` partitions the
 //! blocks' dual graph in parallel (PT-Scotch) and moves every element to the ranks that hold
-//! it by rendezvous over global ids (`dist::rendezvous`). Memory per rank is proportional to
+//! it by rendezvous over global ids (`part::rendezvous`). Memory per rank is proportional to
 //! its block and its part.
 
 use super::distribute::{

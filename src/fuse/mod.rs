@@ -38,11 +38,11 @@ impl Group {
             ephemeral: Vec::new(),
         }
     }
-    /// The par_loops of the group, for messages.
     /// Where each loop of the group was called.
     pub fn sites(&self) -> Vec<crate::error::LoopSite> {
         self.loops.iter().map(|l| l.site()).collect()
     }
+    /// The par_loops of the group, for messages.
     pub fn names(&self) -> String {
         self.loops
             .iter()

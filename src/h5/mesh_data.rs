@@ -30,12 +30,15 @@ impl MeshData {
             })?
             .mesh;
         let wrong = |why: String| {
-            Error::Data(format!(
-                "{}: {why}: not a mesh in MeshData's layout (write one with `parloop convert \
+            Error::file(
+                &path,
+                format!(
+                    "{}: {why}: not a mesh in MeshData's layout (write one with `parloop convert \
                  mesh.msh {}`)",
-                path.display(),
-                path.display()
-            ))
+                    path.display(),
+                    path.display()
+                ),
+            )
         };
         let sets: Vec<GlobalSet> = SETS
             .iter()

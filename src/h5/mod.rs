@@ -113,11 +113,14 @@ pub(crate) fn write_with(
             let _ = std::fs::remove_file(&tmp);
         }
         if let Err(why) = placed {
-            return Err(Error::Data(format!(
-                "{}: written, but it could not be renamed into place from {}: {why}",
-                path.display(),
-                tmp.display()
-            )));
+            return Err(Error::file(
+                &path,
+                format!(
+                    "{}: written, but it could not be renamed into place from {}: {why}",
+                    path.display(),
+                    tmp.display()
+                ),
+            ));
         }
     }
     written

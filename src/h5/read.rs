@@ -208,10 +208,13 @@ fn read_map_rows(
         TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_)
     );
     if !integer {
-        return Err(Error::Data(format!(
-            "{}: {what} does not hold integers (a map's targets are element numbers)",
-            path.display()
-        )));
+        return Err(Error::file(
+            &path,
+            format!(
+                "{}: {what} does not hold integers (a map's targets are element numbers)",
+                path.display()
+            ),
+        ));
     }
     if r.is_empty() {
         return Ok(Vec::new());
@@ -226,7 +229,7 @@ fn read_map_rows(
                 .ok()
                 .filter(|&v| v != u32::MAX)
                 .ok_or_else(|| {
-                    Error::Data(format!(
+                    Error::file(&path, format!(
                         "{}: {what}: value {v} at element {}, index {} is not an element number",
                         path.display(),
                         start + k / arity,
@@ -253,11 +256,14 @@ fn read_raw(ctx: &Context, path: &Path) -> Result<Raw> {
     let exists = if path.exists() {
         Ok(())
     } else {
-        Err(Error::Data(format!(
-            "{}: no such file (a parloop mesh file: `parloop convert` writes one from a Gmsh \
+        Err(Error::file(
+            &path,
+            format!(
+                "{}: no such file (a parloop mesh file: `parloop convert` writes one from a Gmsh \
              mesh or OP2's grid)",
-            path.display()
-        )))
+                path.display()
+            ),
+        ))
     };
     ctx.agree(exists, "opening a parloop mesh file")?;
     let file = open(ctx.comm(), path, false).map_err(e("opening the file"))?;
@@ -272,23 +278,29 @@ fn read_contents(ctx: &Context, path: &Path, file: &hdf5::File) -> Result<Raw> {
     let format = get_str(file, "format").unwrap_or_default();
     let version = get_u64(file, "version").unwrap_or(0);
     if format != FORMAT || version != VERSION {
-        return Err(Error::Data(format!(
-            "{}: not a parloop mesh file of version {VERSION} (its format attribute is \
+        return Err(Error::file(
+            &path,
+            format!(
+                "{}: not a parloop mesh file of version {VERSION} (its format attribute is \
              {format:?}, its version {version}); `parloop convert` writes one",
-            path.display()
-        )));
+                path.display()
+            ),
+        ));
     }
     // A checkpoint's step: absent in a mesh file, else a count.
     let step = match file.attr_names().map_err(e("reading the attributes"))? {
         names if names.iter().any(|n| n == "step") => match int_attr(file, "step") {
             Ok(n) if n >= 0 => Some(n as u64),
             Ok(n) => {
-                return Err(Error::Data(format!(
-                    "{}: the checkpoint's step is {n}; a step counts from 0",
-                    path.display()
-                )));
+                return Err(Error::file(
+                    &path,
+                    format!(
+                        "{}: the checkpoint's step is {n}; a step counts from 0",
+                        path.display()
+                    ),
+                ));
             }
-            Err(m) => return Err(Error::Data(format!("{}: {m}", path.display()))),
+            Err(m) => return Err(Error::file(&path, format!("{}: {m}", path.display()))),
         },
         _ => None,
     };
@@ -303,13 +315,16 @@ fn read_contents(ctx: &Context, path: &Path, file: &hdf5::File) -> Result<Raw> {
         .into_iter()
         .map(|(name, s)| {
             let size = int_attr(&s, "size")
-                .map_err(|m| Error::Data(format!("{}: set `{name}`: {m}", path.display())));
+                .map_err(|m| Error::file(&path, format!("{}: set `{name}`: {m}", path.display())));
             match size? {
                 n if (0..u32::MAX as i64).contains(&n) => Ok((name, n as usize)),
-                n => Err(Error::Data(format!(
-                    "{}: set `{name}` has size {n}; a set holds 0 to 4294967294 elements",
-                    path.display()
-                ))),
+                n => Err(Error::file(
+                    &path,
+                    format!(
+                        "{}: set `{name}` has size {n}; a set holds 0 to 4294967294 elements",
+                        path.display()
+                    ),
+                )),
             }
         })
         .collect::<Result<_>>()?;
@@ -318,10 +333,13 @@ fn read_contents(ctx: &Context, path: &Path, file: &hdf5::File) -> Result<Raw> {
             .find(|s| s.0 == set)
             .map(|s| s.1)
             .ok_or_else(|| {
-                Error::Data(format!(
-                    "{}: {what} names set `{set}`, which /sets lacks",
-                    path.display()
-                ))
+                Error::file(
+                    &path,
+                    format!(
+                        "{}: {what} names set `{set}`, which /sets lacks",
+                        path.display()
+                    ),
+                )
             })
     };
     let mut maps = Vec::new();
@@ -334,11 +352,14 @@ fn read_contents(ctx: &Context, path: &Path, file: &hdf5::File) -> Result<Raw> {
         size_of(&to, &what)?;
         let shape = ds.shape();
         if shape.len() != 2 || shape[0] != n || shape[1] == 0 {
-            return Err(Error::Data(format!(
-                "{}: {what} has shape {shape:?}, expected [{n}, arity] ({n} elements of \
+            return Err(Error::file(
+                &path,
+                format!(
+                    "{}: {what} has shape {shape:?}, expected [{n}, arity] ({n} elements of \
                  `{from}`, arity at least 1)",
-                path.display()
-            )));
+                    path.display()
+                ),
+            ));
         }
         let rows = read_map_rows(path, &what, &ds, block(n))?;
         maps.push((name, from, to, shape[1], rows));
@@ -351,16 +372,22 @@ fn read_contents(ctx: &Context, path: &Path, file: &hdf5::File) -> Result<Raw> {
         let n = size_of(&set, &what)?;
         let shape = ds.shape();
         if shape.len() != 2 || shape[0] != n || shape[1] == 0 {
-            return Err(Error::Data(format!(
-                "{}: {what} has shape {shape:?}, expected [{n}, dim] ({n} elements of `{set}`)",
-                path.display()
-            )));
+            return Err(Error::file(
+                &path,
+                format!(
+                    "{}: {what} has shape {shape:?}, expected [{n}, dim] ({n} elements of `{set}`)",
+                    path.display()
+                ),
+            ));
         }
         let dtype = dtype_of(&ds).map_err(e(&what))?.ok_or_else(|| {
-            Error::Data(format!(
-                "{}: {what} is of a type parloop does not hold (f32, f64, u32 or i32)",
-                path.display()
-            ))
+            Error::file(
+                &path,
+                format!(
+                    "{}: {what} is of a type parloop does not hold (f32, f64, u32 or i32)",
+                    path.display()
+                ),
+            )
         })?;
         let r = block(n);
         let words = match dtype {
@@ -378,7 +405,10 @@ fn read_contents(ctx: &Context, path: &Path, file: &hdf5::File) -> Result<Raw> {
             let what = format!("Global `{name}`");
             let ds = g.dataset(&name).map_err(e(&what))?;
             let dtype = dtype_of(&ds).map_err(e(&what))?.ok_or_else(|| {
-                Error::Data(format!("{}: {what} is of an unknown type", path.display()))
+                Error::file(
+                    &path,
+                    format!("{}: {what} is of an unknown type", path.display()),
+                )
             })?;
             let words: Vec<u32> = match dtype {
                 DType::F32 => ds
@@ -412,23 +442,26 @@ fn build(ctx: &Context, path: &Path, raw: Raw) -> Result<MeshFile> {
     let find = |name: &str| sets[raw.sets.iter().position(|s| s.0 == name).expect("checked")];
     for (name, from, to, arity, rows) in raw.maps {
         mesh.map_here(&name, find(&from), find(&to), arity, rows)
-            .map_err(|e| Error::Data(format!("{}: {e}", path.display())))?;
+            .map_err(|e| Error::file(&path, format!("{}: {e}", path.display())))?;
     }
     for (name, set, dim, dtype, words) in raw.dats {
         let first = mesh.range(find(&set)).start;
         if let Some(k) = super::first_nan(dtype, &words) {
-            return Err(Error::Data(format!(
-                "{}: Dat `{name}` holds NaN at element {} (component {}; rank {} of {}): the \
+            return Err(Error::file(
+                &path,
+                format!(
+                    "{}: Dat `{name}` holds NaN at element {} (component {}; rank {} of {}): the \
                  run that wrote it had diverged; restart from an earlier checkpoint",
-                path.display(),
-                first + k / dim,
-                k % dim,
-                ctx.rank(),
-                ctx.ranks()
-            )));
+                    path.display(),
+                    first + k / dim,
+                    k % dim,
+                    ctx.rank(),
+                    ctx.ranks()
+                ),
+            ));
         }
         mesh.dat_words(&name, find(&set), dim, dtype, words)
-            .map_err(|e| Error::Data(format!("{}: {e}", path.display())))?;
+            .map_err(|e| Error::file(&path, format!("{}: {e}", path.display())))?;
     }
     Ok(MeshFile {
         mesh,

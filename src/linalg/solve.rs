@@ -5,6 +5,7 @@
 //! iteration.
 
 use super::Mat;
+use crate::error::SolverFailure;
 use crate::types::ReduceOp;
 use crate::{Context, DType, Dat, Error, Kernel, Real, Result};
 
@@ -307,17 +308,29 @@ impl<'a, T: Real> Frame<'a, T> {
         self.report.residuals.push((it, res));
         let solver = self.solver;
         if !res.is_finite() {
-            return Err(Error::Device(format!(
-                "{solver} broke down between iterations {since} and {it}: the residual is \
-                 {res} ({breakdown})"
-            )));
+            return Err(Error::Solver {
+                solver,
+                failure: SolverFailure::BrokeDown,
+                iterations: it,
+                residual: res,
+                message: format!(
+                    "{solver} broke down between iterations {since} and {it}: the residual is \
+                     {res} ({breakdown})"
+                ),
+            });
         }
         if res > 1e10 * self.first {
-            return Err(Error::Device(format!(
-                "{solver} diverged: the relative residual grew from {:e} to {res:e} by \
-                 iteration {it}",
-                self.first
-            )));
+            return Err(Error::Solver {
+                solver,
+                failure: SolverFailure::Diverged,
+                iterations: it,
+                residual: res,
+                message: format!(
+                    "{solver} diverged: the relative residual grew from {:e} to {res:e} by \
+                     iteration {it}",
+                    self.first
+                ),
+            });
         }
         Ok(res <= self.opts.rtol)
     }
@@ -337,17 +350,23 @@ impl<'a, T: Real> Frame<'a, T> {
     /// The error for reaching the iteration limit.
     pub fn limit(&self) -> Error {
         let res = self.report.residuals.last().map_or(f64::NAN, |l| l.1);
-        Error::Device(format!(
-            "{} did not converge in {} iterations: the relative residual is {res:e}, above \
-             rtol {:e}; raise max_iterations{}",
-            self.solver,
-            self.opts.max_iterations,
-            self.opts.rtol,
-            if self.preconditioned {
-                ""
-            } else {
-                ", or precondition (pass the diagonal)"
-            }
-        ))
+        Error::Solver {
+            solver: self.solver,
+            failure: SolverFailure::NotConverged,
+            iterations: self.opts.max_iterations,
+            residual: res,
+            message: format!(
+                "{} did not converge in {} iterations: the relative residual is {res:e}, above \
+                 rtol {:e}; raise max_iterations{}",
+                self.solver,
+                self.opts.max_iterations,
+                self.opts.rtol,
+                if self.preconditioned {
+                    ""
+                } else {
+                    ", or precondition (pass the diagonal)"
+                }
+            ),
+        }
     }
 }

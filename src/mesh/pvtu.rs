@@ -62,7 +62,7 @@ impl PartSeries {
     pub fn new(ctx: &Context, dir: impl AsRef<Path>, stem: &str) -> Result<PartSeries> {
         let dir = dir.as_ref().to_path_buf();
         let made = std::fs::create_dir_all(&dir)
-            .map_err(|e| Error::Data(format!("creating {}: {e}", dir.display())));
+            .map_err(|e| Error::file(&dir, format!("creating {}: {e}", dir.display())));
         ctx.agree(made, "creating the output directory")?;
         Ok(PartSeries {
             ctx: ctx.clone(),
@@ -127,9 +127,9 @@ impl PartSeries {
         self.frames.push((time, file.clone()));
         let out = if rank == 0 {
             let pieces: Vec<String> = (0..self.ctx.ranks()).map(piece).collect();
-            let io = |e: std::io::Error| Error::Data(format!("writing {}: {e}", file));
             let (text, series) = (pvtu(fields, &pieces), super::vtk::pvd(&self.frames));
             let path = self.dir.join(&file);
+            let io = |e: std::io::Error| Error::file(&path, format!("writing {}: {e}", file));
             crate::util::replace_file(&path, |tmp| std::fs::write(tmp, text))
                 .and_then(|()| {
                     crate::util::replace_file(&self.pvd_path(), |tmp| std::fs::write(tmp, series))
@@ -266,7 +266,7 @@ impl PartSeries {
             })
             .collect();
         let path = self.dir.join(file);
-        write_vtu(&path, &mesh, &fields).map_err(|e| Error::Data(e.to_string()))
+        write_vtu(&path, &mesh, &fields).map_err(|e| Error::file(&path, e.to_string()))
     }
 
     /// A set's owned values (`w` words each) followed by its halo's, received from their

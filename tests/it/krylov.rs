@@ -8,7 +8,7 @@ use crate::common;
 use common::ctx;
 use parloop::linalg::{Mat, SolveOptions, Sparsity, bicgstab};
 use parloop::mesh::unit_square;
-use parloop::{Context, Dat, Kernel, Map, Set};
+use parloop::{Context, Dat, Error, Kernel, Map, Set, SolverFailure};
 use std::rc::Rc;
 
 /// The velocity of the convection term.
@@ -284,8 +284,20 @@ fn breakdown_and_limit_are_errors() {
     };
     let e = bicgstab(&ctx, &p.a, &p.b, &x, None, &opts)
         .err()
-        .expect("limit")
-        .to_string();
+        .expect("limit");
+    assert!(
+        matches!(
+            e,
+            Error::Solver {
+                solver: "bicgstab",
+                failure: SolverFailure::NotConverged,
+                iterations: 3,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let e = e.to_string();
     assert!(
         e.contains("bicgstab did not converge in 3 iterations"),
         "{e}"

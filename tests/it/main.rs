@@ -23,6 +23,7 @@ mod airfoil;
 mod arith;
 mod bench_report;
 mod check;
+mod dirichlet;
 mod distribute;
 mod double_precision;
 mod edge_cases;

@@ -1,6 +1,6 @@
 //! The collectives of a distribution that never holds the global mesh: every rank sends a
 //! list of words to every other (MPI_Alltoallv, the rendezvous by global id of
-//! `dist::rendezvous`), and every rank's value on every rank (MPI_Allgather: offsets).
+//! `part::rendezvous`), and every rank's value on every rank (MPI_Allgather: offsets).
 
 use super::{Comm, Inner};
 
