@@ -512,12 +512,40 @@ fn atomic_apply(
     }
 }
 
-/// Validates generated (or any) WGSL with naga; the message carries naga's diagnostic.
-pub fn validate(src: &str, caps: naga::valid::Capabilities) -> Result<naga::Module, String> {
-    let module = naga::front::wgsl::parse_str(src).map_err(|e| e.emit_to_string(src))?;
+/// Why WGSL did not validate: naga's parse or validation error.
+#[derive(Debug)]
+pub enum Invalid {
+    /// The source does not parse.
+    Parse(naga::front::wgsl::ParseError),
+    /// The module parses but does not validate (with these capabilities).
+    Validation(naga::WithSpan<naga::valid::ValidationError>),
+}
+
+impl Invalid {
+    /// naga's diagnostic, with the lines of `src` it points at.
+    pub fn render(&self, src: &str) -> String {
+        match self {
+            Invalid::Parse(e) => e.emit_to_string(src),
+            Invalid::Validation(e) => e.emit_to_string(src),
+        }
+    }
+}
+
+impl std::fmt::Display for Invalid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Invalid::Parse(e) => write!(f, "{e}"),
+            Invalid::Validation(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// Validates generated (or any) WGSL with naga.
+pub fn validate(src: &str, caps: naga::valid::Capabilities) -> Result<naga::Module, Invalid> {
+    let module = naga::front::wgsl::parse_str(src).map_err(Invalid::Parse)?;
     naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
         .validate(&module)
-        .map_err(|e| e.emit_to_string(src))?;
+        .map_err(Invalid::Validation)?;
     Ok(module)
 }
 

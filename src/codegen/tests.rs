@@ -179,7 +179,7 @@ fn inc_group(schedule: Schedule) -> GroupIr {
 #[test]
 fn direct_loop_snapshot() {
     let src = generate(&direct_group());
-    validate(&src, Capabilities::empty()).unwrap_or_else(|e| panic!("{e}\n{src}"));
+    validate(&src, Capabilities::empty()).unwrap_or_else(|e| panic!("{}", e.render(&src)));
     insta::assert_snapshot!(src);
 }
 
@@ -199,7 +199,7 @@ fn every_schedule_validates_and_matches_its_snapshot() {
         } else {
             Capabilities::empty()
         };
-        validate(&src, caps).unwrap_or_else(|e| panic!("{s:?}: {e}\n{src}"));
+        validate(&src, caps).unwrap_or_else(|e| panic!("{s:?}: {}", e.render(&src)));
         let name: String = format!("{s:?}")
             .chars()
             .map(|c| {
@@ -219,7 +219,7 @@ fn reductions_validate_for_every_type_and_access() {
     for dtype in [DType::F32, DType::U32, DType::I32] {
         for access in [Access::Inc, Access::Min, Access::Max] {
             let src = reduce::finalize_wgsl(dtype, access);
-            validate(&src, Capabilities::empty()).unwrap_or_else(|e| panic!("{e}\n{src}"));
+            validate(&src, Capabilities::empty()).unwrap_or_else(|e| panic!("{}", e.render(&src)));
             let mut g = direct_group();
             g.bindings.push(BindingIr {
                 name: "r".into(),

@@ -354,7 +354,7 @@ impl Context {
                 None => {
                     let found = self.writes_reach_owners(m, column);
                     let what = "checking a map made after the distribution";
-                    let found = self.agree(found, what).map_err(|e| e.to_string());
+                    let found = self.agree(found, what);
                     self.0
                         .dist()
                         .maps_checked

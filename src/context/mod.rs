@@ -80,8 +80,7 @@ impl Inner {
 
 /// Per (map id, column written, or all): whether every write through a map made after the
 /// distribution reaches its owners (checked once, agreed).
-pub(crate) type MapChecks =
-    std::collections::HashMap<(u64, Option<usize>), std::result::Result<(), String>>;
+pub(crate) type MapChecks = std::collections::HashMap<(u64, Option<usize>), Result<()>>;
 
 /// A send-list set, its map into the distributed set, and the kernel that copies through it.
 pub(crate) type Packer = (crate::data::Set, crate::data::Map, Kernel);

@@ -146,23 +146,25 @@ fn get_u64(loc: &hdf5::Location, name: &str) -> hdf5::Result<u64> {
     loc.attr(name)?.read_scalar::<u64>()
 }
 
-/// An attribute that must hold an integer: one stored as a float or a string is refused (HDF5
-/// would convert 826.5 to 826 without a word).
-fn int_attr(loc: &hdf5::Location, name: &str) -> std::result::Result<i64, String> {
+/// An attribute of `path` that must hold an integer: one stored as a float or a string is
+/// refused (HDF5 would convert 826.5 to 826 without a word). `within` prefixes the message
+/// (`set `cells`: `).
+fn int_attr(path: &Path, within: &str, loc: &hdf5::Location, name: &str) -> Result<i64> {
+    let err = |m: String| Error::file(path, format!("{}: {within}{m}", path.display()));
     let a = loc
         .attr(name)
-        .map_err(|e| format!("attribute `{name}`: {e}"))?;
+        .map_err(|e| err(format!("attribute `{name}`: {e}")))?;
     let t = a
         .dtype()
         .and_then(|t| t.to_descriptor())
-        .map_err(|e| format!("attribute `{name}`: {e}"))?;
+        .map_err(|e| err(format!("attribute `{name}`: {e}")))?;
     if !matches!(t, TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_)) {
-        return Err(format!(
+        return Err(err(format!(
             "attribute `{name}` is stored as {t:?}, not as an integer"
-        ));
+        )));
     }
     a.read_scalar::<i64>()
-        .map_err(|e| format!("attribute `{name}`: {e}"))
+        .map_err(|e| err(format!("attribute `{name}`: {e}")))
 }
 
 /// Members of a group sorted by their `order` attribute.
@@ -289,7 +291,7 @@ fn read_contents(ctx: &Context, path: &Path, file: &hdf5::File) -> Result<Raw> {
     }
     // A checkpoint's step: absent in a mesh file, else a count.
     let step = match file.attr_names().map_err(e("reading the attributes"))? {
-        names if names.iter().any(|n| n == "step") => match int_attr(file, "step") {
+        names if names.iter().any(|n| n == "step") => match int_attr(&path, "", file, "step") {
             Ok(n) if n >= 0 => Some(n as u64),
             Ok(n) => {
                 return Err(Error::file(
@@ -300,7 +302,7 @@ fn read_contents(ctx: &Context, path: &Path, file: &hdf5::File) -> Result<Raw> {
                     ),
                 ));
             }
-            Err(m) => return Err(Error::file(&path, format!("{}: {m}", path.display()))),
+            Err(e) => return Err(e),
         },
         _ => None,
     };
@@ -314,8 +316,7 @@ fn read_contents(ctx: &Context, path: &Path, file: &hdf5::File) -> Result<Raw> {
         .map_err(e("reading /sets"))?
         .into_iter()
         .map(|(name, s)| {
-            let size = int_attr(&s, "size")
-                .map_err(|m| Error::file(&path, format!("{}: set `{name}`: {m}", path.display())));
+            let size = int_attr(&path, &format!("set `{name}`: "), &s, "size");
             match size? {
                 n if (0..u32::MAX as i64).contains(&n) => Ok((name, n as usize)),
                 n => Err(Error::file(

@@ -76,7 +76,7 @@ impl Lowered {
 /// Builds the IR of a group (the staged `maxu` sizes are filled in once the plan exists), in
 /// phases: choose the schedule, bind the subset, stage maps, number the race spaces, lower the
 /// arguments, bind the plan, scratch and checking records, key the plan, assemble.
-pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, String> {
+pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, strategy::Illegal> {
     let space = group.loops[0].space.clone();
     let mut b = Builder {
         soa: choice.soa,

@@ -211,31 +211,31 @@ impl AirfoilMesh {
 
     /// Parses `new_grid.dat`; errors name the line and what was expected there.
     pub fn from_grid_dat(text: &str) -> Result<AirfoilMesh, MeshError> {
-        AirfoilMesh::parse_grid_dat(text).map_err(MeshError)
+        AirfoilMesh::parse_grid_dat(text)
     }
 
-    fn parse_grid_dat(text: &str) -> Result<AirfoilMesh, String> {
+    fn parse_grid_dat(text: &str) -> Result<AirfoilMesh, MeshError> {
         let mut lines = text
             .lines()
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty());
-        let mut next = |what: &str, n: usize| -> Result<(usize, Vec<String>), String> {
+        let mut next = |what: &str, n: usize| -> Result<(usize, Vec<String>), MeshError> {
             let (no, line) = lines
                 .next()
-                .ok_or_else(|| format!("the file ends where {what} was expected"))?;
+                .ok_or_else(|| MeshError(format!("the file ends where {what} was expected")))?;
             let fields: Vec<String> = line.split_whitespace().map(str::to_string).collect();
             if fields.len() < n {
-                return Err(format!(
+                return Err(MeshError(format!(
                     "line {}: expected {n} fields for {what}, found {}",
                     no + 1,
                     fields.len()
-                ));
+                )));
             }
             Ok((no + 1, fields))
         };
-        fn num<T: std::str::FromStr>(line: usize, s: &str, what: &str) -> Result<T, String> {
+        fn num<T: std::str::FromStr>(line: usize, s: &str, what: &str) -> Result<T, MeshError> {
             s.parse()
-                .map_err(|_| format!("line {line}: {s:?} is not a valid {what}"))
+                .map_err(|_| MeshError(format!("line {line}: {s:?} is not a valid {what}")))
         }
         let (l0, h) = next("the header `nnode ncell nedge nbedge`", 4)?;
         let [nn, nc, ne, nb]: [usize; 4] = [
@@ -255,10 +255,10 @@ impl AirfoilMesh {
             .iter()
             .try_fold(0usize, |a, &b| a.checked_add(b));
         if needed.is_none_or(|n| n > lines_left) {
-            return Err(format!(
+            return Err(MeshError(format!(
                 "line {l0}: the header announces {nn} nodes, {nc} cells, {ne} edges and {nb} \
                  boundary edges, one line each, but only {lines_left} lines follow"
-            ));
+            )));
         }
         let mut m = AirfoilMesh {
             x: Vec::with_capacity(nn),
@@ -273,12 +273,12 @@ impl AirfoilMesh {
             let (l, f) = next("a node `x y`", 2)?;
             m.x.push([num(l, &f[0], "coordinate")?, num(l, &f[1], "coordinate")?]);
         }
-        let id = |l: usize, s: &str, limit: usize, what: &str| -> Result<u32, String> {
+        let id = |l: usize, s: &str, limit: usize, what: &str| -> Result<u32, MeshError> {
             let v: u32 = num(l, s, "id")?;
             if v as usize >= limit {
-                return Err(format!(
+                return Err(MeshError(format!(
                     "line {l}: {what} id {v} is out of range (there are {limit})"
-                ));
+                )));
             }
             Ok(v)
         };
@@ -311,10 +311,10 @@ impl AirfoilMesh {
     /// cut of the C-grid the two sides have distinct nodes at the same places: there a cell
     /// shares the edge's node positions.
     pub fn check(&self) -> Result<(), MeshError> {
-        self.consistency().map_err(MeshError)
+        self.consistency()
     }
 
-    fn consistency(&self) -> Result<(), String> {
+    fn consistency(&self) -> Result<(), MeshError> {
         let (nn, nc, _, _) = self.counts();
         let node_ok = |v: u32| (v as usize) < nn;
         if let Some(c) = self
@@ -322,11 +322,11 @@ impl AirfoilMesh {
             .iter()
             .position(|c| !c.iter().all(|&v| node_ok(v)))
         {
-            return Err(format!("cell {c} has a node id out of range"));
+            return Err(MeshError(format!("cell {c} has a node id out of range")));
         }
         for (e, (n, c)) in self.edges.iter().zip(&self.ecells).enumerate() {
             if !n.iter().all(|&v| node_ok(v)) || !c.iter().all(|&v| (v as usize) < nc) {
-                return Err(format!("edge {e} has an id out of range"));
+                return Err(MeshError(format!("edge {e} has an id out of range")));
             }
             for &k in c {
                 let cell = &self.cells[k as usize];
@@ -336,15 +336,17 @@ impl AirfoilMesh {
                 };
                 let has = |v: &u32| cell.contains(v) || cell.iter().any(|&w| at(w, *v));
                 if !n.iter().all(has) {
-                    return Err(format!(
+                    return Err(MeshError(format!(
                         "edge {e} ({n:?}) is not a side of its cell {k} ({cell:?})"
-                    ));
+                    )));
                 }
             }
         }
         for (b, (n, &c)) in self.bedges.iter().zip(&self.becells).enumerate() {
             if (c as usize) >= nc || !n.iter().all(|v| self.cells[c as usize].contains(v)) {
-                return Err(format!("boundary edge {b} is not a side of its cell {c}"));
+                return Err(MeshError(format!(
+                    "boundary edge {b} is not a side of its cell {c}"
+                )));
             }
         }
         Ok(())

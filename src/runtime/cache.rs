@@ -203,7 +203,8 @@ pub(super) fn ensure_pipeline(
         par_loop: None,
         message: format!(
             "{names}: the generated shader does not validate (a parloop bug; please report it \
-             with this message):\n{e}"
+             with this message):\n{}",
+            e.render(wgsl)
         ),
     })?;
     let entries = layout_entries(&module);

@@ -32,7 +32,7 @@ pub(super) fn lower_tuned(
                     ctx.tuner
                         .borrow_mut()
                         .as_mut()
-                        .is_some_and(|t| t.reject(k, &m))
+                        .is_some_and(|t| t.reject(k, &m.to_string()))
                 });
                 if !retry {
                     return Err(Error::ParLoop {

@@ -6,15 +6,15 @@
 //! Illegal for f64 (WGSL has no 64-bit atomics) and on adapters without f32 atomics.
 
 use super::super::{Atomic, GroupIr, flat_main};
-use super::{F64_RACES, Request, has_f64};
+use super::{Illegal, Request, has_f64};
 use crate::types::{Access, DType, ReduceOp};
 
-pub(super) fn legal(req: &Request, racing: &[DType]) -> Result<(), String> {
+pub(super) fn legal(req: &Request, racing: &[DType]) -> Result<(), Illegal> {
     if has_f64(racing) {
-        return Err(F64_RACES.to_string());
+        return Err(Illegal::F64Races);
     }
     if !req.float_atomics && racing.contains(&DType::F32) {
-        return Err(no_float_atomics("this adapter"));
+        return Err(Illegal::NoFloatAtomics);
     }
     Ok(())
 }

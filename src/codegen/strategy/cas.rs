@@ -4,12 +4,12 @@
 //! no 64-bit atomics).
 
 use super::super::{Atomic, GroupIr, flat_main};
-use super::{F64_RACES, has_f64};
+use super::{Illegal, has_f64};
 use crate::types::DType;
 
-pub(super) fn legal(racing: &[DType]) -> Result<(), String> {
+pub(super) fn legal(racing: &[DType]) -> Result<(), Illegal> {
     if has_f64(racing) {
-        Err(F64_RACES.to_string())
+        Err(Illegal::F64Races)
     } else {
         Ok(())
     }

@@ -6,7 +6,7 @@
 
 use super::super::{GroupIr, flat_main};
 
-pub(super) fn legal() -> Result<(), String> {
+pub(super) fn legal() -> Result<(), super::Illegal> {
     Ok(())
 }
 

@@ -10,7 +10,7 @@ use super::super::{GroupIr, Staging, declare_racing, element_body};
 use super::blocks;
 use std::fmt::Write;
 
-pub(super) fn legal() -> Result<(), String> {
+pub(super) fn legal() -> Result<(), super::Illegal> {
     Ok(())
 }
 

@@ -77,9 +77,28 @@ pub(crate) const F64_RACES: &str = "f64 increments through a map need a colourin
      has no 64-bit atomics, so `atomics`, `cas` and `staged` cannot apply them; use `auto`, \
      `global-colour` or `hierarchical`";
 
+/// Why a strategy cannot run a group's racing increments; its `Display` is the reason an
+/// error gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Illegal {
+    /// f64 increments through a map under `atomics`, `cas` or `staged`.
+    F64Races,
+    /// f32 increments under `atomics` on an adapter without native f32 atomics.
+    NoFloatAtomics,
+}
+
+impl std::fmt::Display for Illegal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Illegal::F64Races => f.write_str(F64_RACES),
+            Illegal::NoFloatAtomics => f.write_str(&atomics::no_float_atomics("this adapter")),
+        }
+    }
+}
+
 /// The schedule of a group whose racing arguments have the types `racing`, or why the
 /// requested strategy cannot run it.
-pub fn choose(req: &Request, racing: &[DType]) -> Result<Schedule, String> {
+pub fn choose(req: &Request, racing: &[DType]) -> Result<Schedule, Illegal> {
     if racing.is_empty() {
         return Ok(Schedule::Direct);
     }
@@ -133,7 +152,7 @@ impl Schedule {
         ]
     }
     /// Whether the schedule can run racing arguments of types `racing` on this adapter.
-    fn legal(&self, req: &Request, racing: &[DType]) -> Result<(), String> {
+    fn legal(&self, req: &Request, racing: &[DType]) -> Result<(), Illegal> {
         match self {
             // Only groups where nothing races get it (`choose`).
             Schedule::Direct => Ok(()),

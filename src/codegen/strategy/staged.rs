@@ -7,12 +7,12 @@
 //! no 64-bit atomics).
 
 use super::super::{DType, GroupIr, element_body};
-use super::{F64_RACES, blocks, has_f64};
+use super::{Illegal, blocks, has_f64};
 use std::fmt::Write;
 
-pub(super) fn legal(racing: &[DType]) -> Result<(), String> {
+pub(super) fn legal(racing: &[DType]) -> Result<(), Illegal> {
     if has_f64(racing) {
-        Err(F64_RACES.to_string())
+        Err(Illegal::F64Races)
     } else {
         Ok(())
     }

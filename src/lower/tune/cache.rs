@@ -4,6 +4,7 @@
 //! is ignored with a warning (the groups are tuned again); writes go through a temporary file
 //! renamed into place, merged with what other processes wrote meanwhile.
 
+use crate::error::Error;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -43,14 +44,14 @@ fn put(list: &mut Vec<Stored>, s: Stored) {
 
 /// The choices of a cache's JSON; an entry that is not a choice is skipped (the others are
 /// kept), a text that is not a cache is an error.
-fn parse(text: &str) -> Result<Vec<Stored>, String> {
-    let f: CacheFile<serde_json::Value> =
-        serde_json::from_str(text).map_err(|e| format!("not a parloop tune cache ({e})"))?;
+fn parse(text: &str) -> Result<Vec<Stored>, Error> {
+    let f: CacheFile<serde_json::Value> = serde_json::from_str(text)
+        .map_err(|e| Error::Data(format!("not a parloop tune cache ({e})")))?;
     if f.version != 1 {
-        return Err(format!(
+        return Err(Error::Data(format!(
             "cache version {} (this parloop writes 1)",
             f.version
-        ));
+        )));
     }
     Ok(f.choices
         .into_iter()
@@ -89,7 +90,7 @@ impl Cache {
     }
 
     /// Adds the choices of a cache's JSON.
-    pub fn load(&mut self, text: &str) -> Result<(), String> {
+    pub fn load(&mut self, text: &str) -> Result<(), Error> {
         for s in parse(text)? {
             put(&mut self.stored, s);
         }
@@ -108,7 +109,7 @@ impl Cache {
     }
 
     /// Keeps a choice made in this run, and writes the file.
-    pub fn choose(&mut self, s: Stored) -> Result<(), String> {
+    pub fn choose(&mut self, s: Stored) -> Result<(), Error> {
         self.dropped
             .retain(|(a, k)| !(*a == s.adapter && *k == s.key));
         put(&mut self.stored, s.clone());
@@ -126,7 +127,7 @@ impl Cache {
     }
 
     /// Writes the file: what it holds now, with this run's choices over it.
-    fn save(&mut self) -> Result<(), String> {
+    fn save(&mut self) -> Result<(), Error> {
         let Some(f) = self.file.clone() else {
             return Ok(());
         };
@@ -148,7 +149,7 @@ impl Cache {
             put(&mut self.stored, s.clone());
         }
         write_atomically(&f, &json(&merged))
-            .map_err(|e| format!("cannot write {}: {e}", f.display()))
+            .map_err(|e| Error::file(&f, format!("cannot write {}: {e}", f.display())))
     }
 }
 

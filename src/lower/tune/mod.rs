@@ -147,7 +147,7 @@ impl Tuner {
     }
 
     /// Adds the choices of a cache's JSON (the file's, or the page's storage).
-    pub fn load_json(&mut self, text: &str) -> Result<(), String> {
+    pub fn load_json(&mut self, text: &str) -> Result<(), crate::error::Error> {
         self.cache.load(text)
     }
 
