@@ -11,6 +11,7 @@
 
 use clap::{Parser, ValueEnum};
 use parloop::apps::airfoil::{self, Airfoil, constants_f32, constants_f64, reference};
+use parloop::mesh::MeshError;
 use parloop::mesh::airfoil::{AirfoilMesh, naca0012};
 use parloop::{Config, Context, Result};
 use std::path::PathBuf;
@@ -104,10 +105,10 @@ fn load(a: &Args) -> Result<AirfoilMesh> {
     let m = match &a.mesh {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|e| {
-                parloop::Error::Data(format!("cannot read {}: {e}", path.display()))
+                MeshError::new(format!("cannot read {}: {e}", path.display())).in_file(path)
             })?;
             AirfoilMesh::from_grid_dat(&text)
-                .map_err(|e| parloop::Error::Data(format!("{}: {e}", path.display())))?
+                .map_err(|e| MeshError::new(format!("{}: {e}", path.display())).in_file(path))?
         }
         None => {
             let mut m = naca0012(a.size.0, a.size.1);
@@ -117,8 +118,10 @@ fn load(a: &Args) -> Result<AirfoilMesh> {
     };
     m.check()?;
     if let Some(out) = &a.write_mesh {
-        std::fs::write(out, m.to_grid_dat())
-            .map_err(|e| parloop::Error::Data(format!("cannot write {}: {e}", out.display())))?;
+        std::fs::write(out, m.to_grid_dat()).map_err(|e| parloop::Error::File {
+            path: out.clone(),
+            message: format!("cannot write {}: {e}", out.display()),
+        })?;
     }
     Ok(m)
 }

@@ -111,7 +111,8 @@ pub enum Error {
         failure: SolverFailure,
         /// The iterations it ran.
         iterations: usize,
-        /// The last relative residual it read (NaN or infinite after a breakdown).
+        /// The last relative residual it read (NaN or infinite after a breakdown; a NaN makes
+        /// two such errors unequal, as it makes two f64s).
         residual: f64,
         /// The message.
         message: String,
@@ -121,7 +122,7 @@ pub enum Error {
     File {
         /// The file.
         path: std::path::PathBuf,
-        /// The message (it names the file).
+        /// The message, naming the file.
         message: String,
     },
 }

@@ -78,8 +78,9 @@ pub struct Config {
     pub balance_colours: bool,
     /// Pending loops beyond which the oldest half runs (`PARLOOP_TRACE_BOUND`, default 100).
     pub trace_bound: usize,
-    /// Invocations per workgroup: 1 up to the adapter's limit (256 in WebGPU), any size; a
-    /// Context with a size outside that range is refused (`PARLOOP_WORKGROUP_SIZE`).
+    /// Invocations per workgroup: 1 up to the adapter's limit (256 in WebGPU); a Context with
+    /// a size outside that range is refused (`PARLOOP_WORKGROUP_SIZE`). `hierarchical` takes
+    /// multiples of 8 only (its loops refuse others).
     pub workgroup_size: u32,
     /// `PARLOOP_ADAPTER=hardware|software|<name>`.
     pub adapter: AdapterChoice,

@@ -424,7 +424,8 @@ impl Context {
                     arg: None,
                     message: format!(
                         "Map `{}` was made on each rank's part after the distribution, and on rank \
-                     {rank} element {} of `{}` reaches element {} of `{}` (index {}), which \
+                     {rank} element {} of `{}` reaches element {} of `{}` (index {}; elements \
+                     in the global numbering: the Distribution's), which \
                      rank {me} owns (the element or its target) but does not run the same \
                      way: a write through the map would be lost or land elsewhere than on one \
                      process. Declare the map in the Distribution (its rows then define the \

@@ -40,8 +40,8 @@ pub(crate) enum Reach {
 pub struct Map(pub(crate) Rc<MapInner>);
 
 impl Map {
-    /// `values` holds `arity` indices into `to` for each element of `from` (halos included);
-    /// every value is checked against the size of `to`.
+    /// `values` holds `arity` indices into `to` for each of the `from.total()` elements of
+    /// `from` (halos included); every value is checked against `to.total()`.
     ///
     /// On a rank's part of a distributed set the indices are local, and the rows of the
     /// non-exec halo (after `from.size() + from.sections().exec_halo`) are never run: any valid
@@ -88,13 +88,22 @@ impl Map {
                 from.total()
             )));
         };
+        // On a rank's part of a distributed set, `size()` counts only the owned elements.
+        let local = |s: &Set| {
+            if s.total() == s.size() {
+                String::new()
+            } else {
+                format!(" local (owned and halo: Set::total; {} owned)", s.size())
+            }
+        };
         if values.len() != expected {
             return Err(Error::Data(format!(
-                "{}: got {} values, expected {} ({} elements of `{}` x arity {arity})",
+                "{}: got {} values, expected {} ({}{} elements of `{}` x arity {arity})",
                 what(),
                 values.len(),
                 expected,
                 from.total(),
+                local(from),
                 from.name()
             )));
         }
@@ -102,12 +111,13 @@ impl Map {
         if let Some(i) = values.iter().position(|&v| v as usize >= limit) {
             return Err(Error::Data(format!(
                 "{}: value {} at element {}, index {} is out of range: the target set `{}` has \
-                 {limit} elements (valid values 0..={})",
+                 {limit}{} elements (valid values 0..={})",
                 what(),
                 values[i],
                 i / arity,
                 i % arity,
                 to.name(),
+                local(to),
                 limit.saturating_sub(1)
             )));
         }

@@ -187,6 +187,75 @@ impl Distribution {
         Ok(GlobalDat(self.dats.len() - 1, PhantomData))
     }
 
+    /// Whether every rank declared the same sets, maps and Dats: each declaration's hash
+    /// against rank 0's, the first that differs named with the lowest rank where it does.
+    fn same_declarations(&self, ctx: &Context) -> Result<()> {
+        use std::hash::{Hash, Hasher};
+        let hash = |x: &dyn Fn(&mut std::collections::hash_map::DefaultHasher)| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            x(&mut h);
+            h.finish()
+        };
+        let mut decls: Vec<(String, u64)> = Vec::new();
+        for s in &self.sets {
+            decls.push((format!("Set `{}`", s.0), hash(&|h| s.hash(h))));
+        }
+        for m in &self.maps {
+            decls.push((format!("Map `{}`", m.0), hash(&|h| m.hash(h))));
+        }
+        for d in &self.dats {
+            let h = hash(&|h| (&d.name, d.set, d.dim, &d.words).hash(h));
+            decls.push((format!("Dat `{}`", d.name), h));
+        }
+        let what = "comparing the ranks' declarations";
+        let (lo, hi) = ctx.comm().min_max(decls.len() as u64, what)?;
+        let mine = |k: usize| decls.get(k).map_or(0, |d| d.1);
+        let first = if lo != hi {
+            None
+        } else {
+            let mut root: Vec<u32> = (0..decls.len())
+                .flat_map(|k| [mine(k) as u32, (mine(k) >> 32) as u32])
+                .collect();
+            ctx.comm().broadcast(&mut root, what);
+            let theirs = |k: usize| u64::from(root[2 * k]) | (u64::from(root[2 * k + 1]) << 32);
+            let differs = (0..decls.len()).find(|&k| mine(k) != theirs(k));
+            let (k, _) = ctx
+                .comm()
+                .min_max(differs.map_or(u64::MAX, |k| k as u64), what)?;
+            if k == u64::MAX {
+                return Ok(());
+            }
+            Some((k as usize, mine(k as usize) != theirs(k as usize)))
+        };
+        // The lowest rank where it differs (from rank 0's, or in the count).
+        let here = match first {
+            None => lo != decls.len() as u64 || hi != decls.len() as u64,
+            Some((_, differs)) => differs,
+        };
+        let me = ctx.rank() as u64;
+        let (rank, _) = ctx.comm().min_max(if here { me } else { u64::MAX }, what)?;
+        let rank = rank.min(ctx.ranks() as u64 - 1) as usize;
+        let message = match first {
+            None => format!(
+                "distributing the mesh: the ranks declared different numbers of sets, maps and \
+                 Dats ({lo} to {hi}; rank {rank} differs from rank 0): every rank must declare \
+                 the same global mesh with the same values (read or generate it the same way on \
+                 each)"
+            ),
+            Some((k, _)) => format!(
+                "distributing the mesh: {} on rank {rank} differs from rank 0's (its size, \
+                 shape or values): every rank must declare the same global mesh with the same \
+                 values (read or generate it the same way on each)",
+                decls.get(k).map_or("a declaration", |d| d.0.as_str())
+            ),
+        };
+        Err(if ctx.rank() == rank {
+            Error::Data(message)
+        } else {
+            Error::Rank { rank, message }
+        })
+    }
+
     /// Partitions `primary` with `partitioner`, derives the owners of the other sets through
     /// the maps, and builds this rank's part. Every rank must call it with the same
     /// declarations.
@@ -201,23 +270,7 @@ impl Distribution {
         // over the ranks): rank 0 partitions for all, and the parts must fit together.
         if ctx.ranks() > 1 {
             use std::hash::{Hash, Hasher};
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            self.sets.hash(&mut h);
-            self.maps.hash(&mut h);
-            for d in &self.dats {
-                (&d.name, d.set, d.dim, &d.words).hash(&mut h);
-            }
-            let what = "comparing the ranks' declarations";
-            let (lo, hi) = ctx.comm().min_max(h.finish(), what)?;
-            if lo != hi {
-                return Err(Error::Data(format!(
-                    "distributing the mesh: rank {} of {} declared sets, maps or Dats that \
-                     differ from another rank's: every rank must declare the same global mesh \
-                     with the same values (read or generate it the same way on each)",
-                    ctx.rank(),
-                    ctx.ranks()
-                )));
-            }
+            self.same_declarations(&ctx)?;
             if let Partitioner::Owners(o) = &partitioner {
                 let mut h = std::collections::hash_map::DefaultHasher::new();
                 o.hash(&mut h);

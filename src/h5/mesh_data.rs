@@ -22,11 +22,20 @@ impl MeshData {
         let path = path.as_ref();
         let mut b = MeshFile::read(ctx, path)
             .map_err(|e| {
-                Error::Data(format!(
-                    "{e} (MeshData::read takes a parloop mesh file: `parloop convert mesh.msh \
-                     mesh.h5` writes one; a Gmsh file is read by gmsh::read_file and \
-                     MeshData::new)"
-                ))
+                let hint = "MeshData::read takes a parloop mesh file: `parloop convert mesh.msh \
+                            mesh.h5` writes one; a Gmsh file is read by gmsh::read_file and \
+                            MeshData::new";
+                match e {
+                    // Another rank's failure, or a message that gives the advice already.
+                    Error::Rank { .. } => e,
+                    Error::File { message, path } if !message.contains("parloop convert") => {
+                        Error::File {
+                            message: format!("{message} ({hint})"),
+                            path,
+                        }
+                    }
+                    e => e,
+                }
             })?
             .mesh;
         let wrong = |why: String| {

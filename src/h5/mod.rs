@@ -35,9 +35,12 @@ const VERSION: u64 = 1;
 
 /// An HDF5 failure as parloop's error, naming the file and what was being done.
 fn h5err(path: &Path, what: &str) -> impl Fn(hdf5::Error) -> Error + use<> {
-    let path = path.display().to_string();
+    let path = path.to_path_buf();
     let what = what.to_string();
-    move |e| Error::Data(format!("{path}: {what}: {e}"))
+    move |e| Error::File {
+        message: format!("{}: {what}: {e}", path.display()),
+        path: path.clone(),
+    }
 }
 
 /// Opens or creates `path` on every rank of `comm` (MPI-IO), or on this process alone.

@@ -102,11 +102,14 @@ impl MeshFile {
                 Err(e) => why.push(e.to_string()),
             }
         }
-        Err(Error::Data(format!(
-            "no readable checkpoint among {} and the older files beside it: {}",
-            path.display(),
-            why.join("; ")
-        )))
+        Err(Error::file(
+            path,
+            format!(
+                "no readable checkpoint among {} and the older files beside it: {}",
+                path.display(),
+                why.join("; ")
+            ),
+        ))
     }
 
     /// The step a checkpoint was written at (None for a mesh file).

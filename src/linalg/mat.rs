@@ -296,11 +296,14 @@ impl<T: Real> Mat<T> {
         }
         let v = self.values.data_ro()?;
         let io = |e: std::io::Error| {
-            Error::Usage(format!(
-                "writing Mat `{}` to {}: {e}",
-                self.values.name(),
-                path.as_ref().display()
-            ))
+            Error::file(
+                path.as_ref(),
+                format!(
+                    "writing Mat `{}` to {}: {e}",
+                    self.values.name(),
+                    path.as_ref().display()
+                ),
+            )
         };
         use std::io::Write as _;
         let f = std::fs::File::create(path.as_ref()).map_err(io)?;

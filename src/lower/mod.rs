@@ -88,6 +88,7 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, strategy:
         staging: choice.staging,
         float_atomics: choice.float_atomics,
         cpu_adapter: choice.cpu_adapter,
+        workgroup_size: choice.workgroup_size,
     };
     let schedule = strategy::choose(&request, &racing_types(group))?;
     if schedule.plan() == PlanKind::None {

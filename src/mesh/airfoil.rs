@@ -220,12 +220,12 @@ impl AirfoilMesh {
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty());
         let mut next = |what: &str, n: usize| -> Result<(usize, Vec<String>), MeshError> {
-            let (no, line) = lines
-                .next()
-                .ok_or_else(|| MeshError(format!("the file ends where {what} was expected")))?;
+            let (no, line) = lines.next().ok_or_else(|| {
+                MeshError::new(format!("the file ends where {what} was expected"))
+            })?;
             let fields: Vec<String> = line.split_whitespace().map(str::to_string).collect();
             if fields.len() < n {
-                return Err(MeshError(format!(
+                return Err(MeshError::new(format!(
                     "line {}: expected {n} fields for {what}, found {}",
                     no + 1,
                     fields.len()
@@ -235,7 +235,7 @@ impl AirfoilMesh {
         };
         fn num<T: std::str::FromStr>(line: usize, s: &str, what: &str) -> Result<T, MeshError> {
             s.parse()
-                .map_err(|_| MeshError(format!("line {line}: {s:?} is not a valid {what}")))
+                .map_err(|_| MeshError::new(format!("line {line}: {s:?} is not a valid {what}")))
         }
         let (l0, h) = next("the header `nnode ncell nedge nbedge`", 4)?;
         let [nn, nc, ne, nb]: [usize; 4] = [
@@ -255,7 +255,7 @@ impl AirfoilMesh {
             .iter()
             .try_fold(0usize, |a, &b| a.checked_add(b));
         if needed.is_none_or(|n| n > lines_left) {
-            return Err(MeshError(format!(
+            return Err(MeshError::new(format!(
                 "line {l0}: the header announces {nn} nodes, {nc} cells, {ne} edges and {nb} \
                  boundary edges, one line each, but only {lines_left} lines follow"
             )));
@@ -276,7 +276,7 @@ impl AirfoilMesh {
         let id = |l: usize, s: &str, limit: usize, what: &str| -> Result<u32, MeshError> {
             let v: u32 = num(l, s, "id")?;
             if v as usize >= limit {
-                return Err(MeshError(format!(
+                return Err(MeshError::new(format!(
                     "line {l}: {what} id {v} is out of range (there are {limit})"
                 )));
             }
@@ -322,11 +322,13 @@ impl AirfoilMesh {
             .iter()
             .position(|c| !c.iter().all(|&v| node_ok(v)))
         {
-            return Err(MeshError(format!("cell {c} has a node id out of range")));
+            return Err(MeshError::new(format!(
+                "cell {c} has a node id out of range"
+            )));
         }
         for (e, (n, c)) in self.edges.iter().zip(&self.ecells).enumerate() {
             if !n.iter().all(|&v| node_ok(v)) || !c.iter().all(|&v| (v as usize) < nc) {
-                return Err(MeshError(format!("edge {e} has an id out of range")));
+                return Err(MeshError::new(format!("edge {e} has an id out of range")));
             }
             for &k in c {
                 let cell = &self.cells[k as usize];
@@ -336,7 +338,7 @@ impl AirfoilMesh {
                 };
                 let has = |v: &u32| cell.contains(v) || cell.iter().any(|&w| at(w, *v));
                 if !n.iter().all(has) {
-                    return Err(MeshError(format!(
+                    return Err(MeshError::new(format!(
                         "edge {e} ({n:?}) is not a side of its cell {k} ({cell:?})"
                     )));
                 }
@@ -344,7 +346,7 @@ impl AirfoilMesh {
         }
         for (b, (n, &c)) in self.bedges.iter().zip(&self.becells).enumerate() {
             if (c as usize) >= nc || !n.iter().all(|v| self.cells[c as usize].contains(v)) {
-                return Err(MeshError(format!(
+                return Err(MeshError::new(format!(
                     "boundary edge {b} is not a side of its cell {c}"
                 )));
             }

@@ -25,16 +25,45 @@ pub mod vtk;
 pub use neutral::{CellType, Group, Mesh};
 
 /// Why a mesh could not be read or used: what is wrong and where (a Gmsh file's line or byte
-/// offset, an OP2 grid file's line, a cell or facet of the topology).
+/// offset, an OP2 grid file's line, a cell or facet of the topology), and the file it came
+/// from when there was one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct MeshError(pub String);
+#[error("{message}")]
+pub struct MeshError {
+    /// The file read, when the mesh came from one (`gmsh::read_file`).
+    pub path: Option<std::path::PathBuf>,
+    /// What is wrong, and where.
+    pub message: String,
+}
 
-/// A mesh error in a function returning [`crate::Result`]: [`crate::Error::Data`] with the
-/// same message.
+impl MeshError {
+    /// An error with this message and no file.
+    pub fn new(message: impl Into<String>) -> MeshError {
+        MeshError {
+            path: None,
+            message: message.into(),
+        }
+    }
+    /// The same error, from the file `path`.
+    pub fn in_file(self, path: &std::path::Path) -> MeshError {
+        MeshError {
+            path: Some(path.to_path_buf()),
+            ..self
+        }
+    }
+}
+
+/// A mesh error in a function returning [`crate::Result`], with the same message:
+/// [`crate::Error::File`] when it came from a file, [`crate::Error::Data`] otherwise.
 impl From<MeshError> for crate::Error {
     fn from(e: MeshError) -> crate::Error {
-        crate::Error::Data(e.0)
+        match e.path {
+            Some(path) => crate::Error::File {
+                path,
+                message: e.message,
+            },
+            None => crate::Error::Data(e.message),
+        }
     }
 }
 

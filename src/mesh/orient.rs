@@ -91,7 +91,7 @@ impl Mesh {
     pub fn orient(&mut self) -> Result<Vec<u32>, MeshError> {
         let nv = self.cell_type.vertices();
         if !self.cells.len().is_multiple_of(nv) {
-            return Err(MeshError(format!(
+            return Err(MeshError::new(format!(
                 "{} cell vertices are not whole {}s: a {} has {nv} vertices",
                 self.cells.len(),
                 self.cell_type.name(),
@@ -102,7 +102,7 @@ impl Mesh {
         for c in 0..self.ncells() {
             let cell = self.cell(c);
             if let Some(&v) = cell.iter().find(|&&v| v as usize >= self.nvertices()) {
-                return Err(MeshError(format!(
+                return Err(MeshError::new(format!(
                     "cell {c} ({} {cell:?}) names vertex {v}, but the mesh has {} vertices",
                     self.cell_type.name(),
                     self.nvertices()
@@ -113,7 +113,7 @@ impl Mesh {
             let d = self.dim();
             let x: Vec<[f64; 3]> = cell.iter().map(|&v| self.coords[v as usize]).collect();
             if x.iter().flatten().any(|v| !v.is_finite()) {
-                return Err(MeshError(format!(
+                return Err(MeshError::new(format!(
                     "{} has a coordinate that is not finite: {x:?}",
                     what()
                 )));
@@ -126,7 +126,7 @@ impl Mesh {
             for i in 0..nv {
                 for j in 0..i {
                     if dist(x[i], x[j]) <= 1e-12 * size {
-                        return Err(MeshError(format!(
+                        return Err(MeshError::new(format!(
                             "{} has vertices {} and {} at one point {:?}: a degenerate cell has \
                              no normals (fix the mesh)",
                             what(),
@@ -138,7 +138,7 @@ impl Mesh {
                 }
             }
             if m.abs() <= 1e-12 * size.powi(d as i32) {
-                return Err(MeshError(format!(
+                return Err(MeshError::new(format!(
                     "{} has {} {m:e}: its vertices lie on one {}; a degenerate cell has no \
                      normals (fix the mesh, e.g. with Gmsh's Mesh.Optimize)",
                     what(),
@@ -250,12 +250,16 @@ mod tests {
         let e = one(CellType::Triangle, line.clone(), vec![0, 1, 2])
             .orient()
             .unwrap_err();
-        assert!(e.0.contains("cell 0 (triangle [0, 1, 2]) has area"), "{e}");
+        assert!(
+            e.message.contains("cell 0 (triangle [0, 1, 2]) has area"),
+            "{e}"
+        );
         let e = one(CellType::Triangle, line.clone(), vec![0, 1, 3])
             .orient()
             .unwrap_err();
         assert!(
-            e.0.contains("names vertex 3, but the mesh has 3 vertices"),
+            e.message
+                .contains("names vertex 3, but the mesh has 3 vertices"),
             "{e}"
         );
         let mut twice = line.clone();
@@ -264,7 +268,8 @@ mod tests {
             .orient()
             .unwrap_err();
         assert!(
-            e.0.contains("has vertices 0 and 2 at one point [0.0, 0.0]"),
+            e.message
+                .contains("has vertices 0 and 2 at one point [0.0, 0.0]"),
             "{e}"
         );
         let mut nan = line;
@@ -272,7 +277,7 @@ mod tests {
         let e = one(CellType::Triangle, nan, vec![0, 1, 2])
             .orient()
             .unwrap_err();
-        assert!(e.0.contains("a coordinate that is not finite"), "{e}");
+        assert!(e.message.contains("a coordinate that is not finite"), "{e}");
         assert_eq!(
             one(CellType::Triangle, vec![], vec![0, 1, 2]).signed_measure(0),
             None

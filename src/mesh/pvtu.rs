@@ -129,12 +129,19 @@ impl PartSeries {
             let pieces: Vec<String> = (0..self.ctx.ranks()).map(piece).collect();
             let (text, series) = (pvtu(fields, &pieces), super::vtk::pvd(&self.frames));
             let path = self.dir.join(&file);
-            let io = |e: std::io::Error| Error::file(&path, format!("writing {}: {e}", file));
+            let io = |path: std::path::PathBuf| {
+                move |e: std::io::Error| {
+                    let message = format!("writing {}: {e}", path.display());
+                    Error::File { path, message }
+                }
+            };
+            let pvd = self.pvd_path();
             crate::util::replace_file(&path, |tmp| std::fs::write(tmp, text))
+                .map_err(io(path.clone()))
                 .and_then(|()| {
-                    crate::util::replace_file(&self.pvd_path(), |tmp| std::fs::write(tmp, series))
+                    crate::util::replace_file(&pvd, |tmp| std::fs::write(tmp, series))
+                        .map_err(io(pvd.clone()))
                 })
-                .map_err(io)
         } else {
             Ok(())
         };
@@ -266,7 +273,8 @@ impl PartSeries {
             })
             .collect();
         let path = self.dir.join(file);
-        write_vtu(&path, &mesh, &fields).map_err(|e| Error::file(&path, e.to_string()))
+        write_vtu(&path, &mesh, &fields)
+            .map_err(|e| Error::file(&path, format!("writing {}: {e}", path.display())))
     }
 
     /// A set's owned values (`w` words each) followed by its halo's, received from their

@@ -89,7 +89,7 @@ impl Topology {
         let local = local_facets(cell_type);
         let nf = local.len();
         if !cells.len().is_multiple_of(nv) {
-            return Err(MeshError(format!(
+            return Err(MeshError::new(format!(
                 "{} cell vertices are not whole {}s: a {} has {nv} vertices",
                 cells.len(),
                 cell_type.name(),
@@ -101,13 +101,13 @@ impl Topology {
             .checked_mul(nf)
             .is_none_or(|n| n >= u32::MAX as usize)
         {
-            return Err(MeshError(format!(
+            return Err(MeshError::new(format!(
                 "{ncells} cells: more facet slots than 32-bit facet numbers can count"
             )));
         }
         for (c, cell) in cells.chunks_exact(nv).enumerate() {
             if let Some(v) = (1..nv).find_map(|i| cell[..i].contains(&cell[i]).then_some(cell[i])) {
-                return Err(MeshError(format!(
+                return Err(MeshError::new(format!(
                     "cell {c} ({} {cell:?}) has vertex {v} twice",
                     cell_type.name()
                 )));
@@ -161,7 +161,7 @@ impl Topology {
                         continue;
                     };
                     if let Some((e, _)) = other {
-                        return Err(MeshError(format!(
+                        return Err(MeshError::new(format!(
                             "facet with vertices {face:?} belongs to cells {c}, {e} and {d}: \
                              the mesh is not a manifold (each facet may join at most two cells)"
                         )));

@@ -67,6 +67,20 @@ impl Checks {
         Some(out)
     }
 
+    /// Every checked loop with its count of violations.
+    fn records<'a>(
+        &'a self,
+        groups: &'a [Group],
+        words: &'a [u32],
+    ) -> impl Iterator<Item = (&'a crate::trace::LoopRecord, u32)> + 'a {
+        self.groups.iter().flat_map(move |(g, base, _)| {
+            groups[*g].loops.iter().enumerate().map(move |(l, lp)| {
+                let at = *base as usize + 4 * l;
+                (&**lp, words.get(at).copied().unwrap_or(0))
+            })
+        })
+    }
+
     /// The error for the first violation recorded, if any.
     pub fn verdict(&self, groups: &[Group], words: &[u32]) -> Result<()> {
         for (g, base, sites) in &self.groups {
@@ -99,9 +113,21 @@ impl Checks {
                 } else {
                     format!(" in `{}`", s.text)
                 };
+                // On N ranks a loop runs in parts (core, then owned): each part counts its own.
+                let count: u64 = self
+                    .records(groups, words)
+                    .filter(|(other, _)| {
+                        other.at.site == lp.at.site && other.kernel.name() == lp.kernel.name()
+                    })
+                    .map(|(_, n)| u64::from(n))
+                    .sum::<u64>()
+                    .max(u64::from(count));
                 let more = match count {
                     1 => String::new(),
-                    n => format!(" ({} more out-of-range indices in this par_loop)", n - 1),
+                    n => format!(
+                        " ({} more out-of-range indices from this par_loop in this batch)",
+                        n - 1
+                    ),
                 };
                 let index = if s.signed {
                     i64::from(index as i32)

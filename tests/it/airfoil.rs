@@ -36,16 +36,16 @@ fn grid_dat_round_trips() {
     assert_eq!(back.to_grid_dat(), text);
     let e = AirfoilMesh::from_grid_dat("3 1 0 0\n0 0\n1 0\n").unwrap_err();
     assert!(
-        e.0.contains("line 1") && e.0.contains("only 2 lines follow"),
+        e.message.contains("line 1") && e.message.contains("only 2 lines follow"),
         "{e}"
     );
     // A damaged header with huge counts: an error, not an allocation of billions of entries.
     let e =
         AirfoilMesh::from_grid_dat("18446744073709551615 9999999999999 1 1\n0 0\n").unwrap_err();
-    assert!(e.0.contains("18446744073709551615 nodes"), "{e}");
+    assert!(e.message.contains("18446744073709551615 nodes"), "{e}");
     let e = AirfoilMesh::from_grid_dat("2 1 0 0\n0 0\n1 0\n0 1 2 3\n").unwrap_err();
     assert!(
-        e.0.contains("line 4") && e.0.contains("node id 2 is out of range"),
+        e.message.contains("line 4") && e.message.contains("node id 2 is out of range"),
         "{e}"
     );
 }

@@ -207,3 +207,46 @@ fn a_dat_incremented_through_two_staged_maps() {
         }
     }
 }
+
+/// `hierarchical` applies every increment at workgroup sizes that are multiples of 8 but not
+/// powers of two (rounds of a block run across barriers), and refuses the others, naming the
+/// par_loop: llvmpipe lost every increment at sizes such as 100.
+#[test]
+fn hierarchical_takes_multiples_of_8_and_refuses_other_workgroup_sizes() {
+    let n = 2000;
+    let run = |wg: u32, block: Option<usize>| {
+        let ctx = ctx_with(Config {
+            strategy: Strategy::Hierarchical,
+            workgroup_size: wg,
+            block_size: block,
+            ..Config::from_env().unwrap()
+        });
+        let edges = Set::new("edges", n);
+        let nodes = Set::new("nodes", n + 1);
+        let m: Vec<u32> = (0..n as u32).flat_map(|e| [e, e + 1]).collect();
+        let en = Map::new("en", &edges, &nodes, 2, &m).unwrap();
+        let u = ctx.dat_zeros::<f32>("u", &nodes, 1).unwrap();
+        let k = Kernel::new(
+            "both_ends",
+            "fn both_ends(a: ptr<function, array<f32, 2>>) { (*a)[0] += 1.0; (*a)[1] += 1.0; }",
+        );
+        ctx.par_loop(&k, &edges, &[u.all(&en).inc()]).unwrap();
+        u.data_ro().map(|v| v.to_vec())
+    };
+    for (wg, block) in [(24, None), (40, Some(400)), (8, Some(64))] {
+        let v = run(wg, block).unwrap();
+        for (i, &x) in v.iter().enumerate() {
+            let want = if i == 0 || i == n { 1.0 } else { 2.0 };
+            assert_eq!(
+                x, want,
+                "node {i}, workgroup size {wg}, block size {block:?}"
+            );
+        }
+    }
+    let e = run(100, None).unwrap_err();
+    let Error::ParLoop { par_loops, .. } = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!(par_loops[0].kernel, "both_ends");
+    assert!(e.to_string().contains("multiple of 8"), "{e}");
+}

@@ -222,12 +222,14 @@ fn a_non_manifold_mesh_is_refused() {
 fn topology_refuses_what_is_not_a_cell_list() {
     let e = Topology::new(CellType::Triangle, &[0, 1, 2, 3]).unwrap_err();
     assert!(
-        e.0.contains("4 cell vertices are not whole triangles"),
+        e.message
+            .contains("4 cell vertices are not whole triangles"),
         "{e}"
     );
     let e = Topology::new(CellType::Tetrahedron, &[0, 1, 2, 1]).unwrap_err();
     assert!(
-        e.0.contains("cell 0 (tetrahedron [0, 1, 2, 1]) has vertex 1 twice"),
+        e.message
+            .contains("cell 0 (tetrahedron [0, 1, 2, 1]) has vertex 1 twice"),
         "{e}"
     );
 }
@@ -453,4 +455,24 @@ fn msh_4_1_binary() {
     // Cut inside the binary node data: an error with a byte offset.
     let cut = gmsh::read(&b[..b.len() - 120]).unwrap_err().to_string();
     assert!(cut.contains("byte "), "{cut}");
+}
+
+/// A Gmsh file that cannot be read, or is not a mesh, is `Error::File` with its path (after
+/// `?`), and the message names it.
+#[test]
+fn unreadable_gmsh_files_are_file_errors_naming_the_path() {
+    let dir = std::env::temp_dir().join(format!("parloop-gmsh-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let missing = dir.join("missing.msh");
+    let garbage = dir.join("garbage.msh");
+    std::fs::write(&garbage, "not a mesh\n").unwrap();
+    for path in [&missing, &garbage] {
+        let e = parloop::Error::from(gmsh::read_file(path).err().unwrap());
+        let parloop::Error::File { path: p, message } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(p, path);
+        assert!(message.contains(&path.display().to_string()), "{message}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

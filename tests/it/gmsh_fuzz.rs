@@ -414,7 +414,8 @@ fn every_valid_variant_reads_as_written() {
                         assert!(got == *want, "{name} {f:?} {tags:?}: {}", diff(want, &got))
                     }
                     (Err(e), Err(t)) => assert!(
-                        has_place(&e.0) && e.0.contains(&format!("node tag {t} appears twice")),
+                        has_place(&e.message)
+                            && e.message.contains(&format!("node tag {t} appears twice")),
                         "{e}"
                     ),
                     (got, want) => panic!(

@@ -4,14 +4,22 @@
 //! elements at once, holding the increments in registers, then the thread colours apply them
 //! in turn with a barrier between colours. Staging `inc` (racing data in workgroup memory),
 //! `all` (indirectly read data too) or `none` (increments straight to global memory, storage
-//! barriers). Deterministic. Legal everywhere, f64 included.
+//! barriers). Deterministic. Legal on every adapter, f64 included, at workgroup sizes that
+//! are multiples of 8.
 
 use super::super::{GroupIr, Staging, declare_racing, element_body};
 use super::blocks;
 use std::fmt::Write;
 
-pub(super) fn legal() -> Result<(), super::Illegal> {
-    Ok(())
+/// Any adapter and type, at workgroup sizes that are multiples of 8: at other sizes llvmpipe
+/// (which runs a workgroup in chunks of 8 invocations) loses increments across the barriers
+/// inside a block's rounds.
+pub(super) fn legal(req: &super::Request) -> Result<(), super::Illegal> {
+    if req.workgroup_size.is_multiple_of(8) {
+        Ok(())
+    } else {
+        Err(super::Illegal::WorkgroupSize(req.workgroup_size))
+    }
 }
 
 pub(super) fn main(g: &GroupIr, staging: Staging, w: &mut String) {

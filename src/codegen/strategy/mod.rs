@@ -70,6 +70,8 @@ pub struct Request {
     pub float_atomics: bool,
     /// The adapter runs on the CPU (lavapipe, llvmpipe, SwiftShader).
     pub cpu_adapter: bool,
+    /// Invocations per workgroup.
+    pub workgroup_size: u32,
 }
 
 /// Why `atomics`, `cas` and `staged` cannot take f64 increments through maps.
@@ -85,6 +87,8 @@ pub enum Illegal {
     F64Races,
     /// f32 increments under `atomics` on an adapter without native f32 atomics.
     NoFloatAtomics,
+    /// `hierarchical` with a workgroup size (the field) that is not a multiple of 8.
+    WorkgroupSize(u32),
 }
 
 impl std::fmt::Display for Illegal {
@@ -92,6 +96,14 @@ impl std::fmt::Display for Illegal {
         match self {
             Illegal::F64Races => f.write_str(F64_RACES),
             Illegal::NoFloatAtomics => f.write_str(&atomics::no_float_atomics("this adapter")),
+            Illegal::WorkgroupSize(size) => write!(
+                f,
+                "`hierarchical` needs a workgroup size that is a multiple of 8, and \
+                 Config::workgroup_size is {size}: the barriers between its thread colours \
+                 gave wrong increments on llvmpipe (which runs a workgroup in chunks of 8 \
+                 invocations) at other sizes; use a multiple of 8 (64 is the default) or \
+                 another strategy"
+            ),
         }
     }
 }
@@ -159,7 +171,7 @@ impl Schedule {
             Schedule::Atomics => atomics::legal(req, racing),
             Schedule::Cas => cas::legal(racing),
             Schedule::GlobalColour => global_colour::legal(),
-            Schedule::Hierarchical(_) => hierarchical::legal(),
+            Schedule::Hierarchical(_) => hierarchical::legal(req),
             Schedule::Staged => staged::legal(racing),
         }
     }

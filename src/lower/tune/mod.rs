@@ -220,6 +220,7 @@ impl Tuner {
                 staging: v.staging,
                 float_atomics: base.float_atomics,
                 cpu_adapter: base.cpu_adapter,
+                workgroup_size: base.workgroup_size,
             };
             if let Ok(s) = strategy::choose(&req, &sig.racing) {
                 if !schedules.contains(&s) {
@@ -251,7 +252,19 @@ impl Tuner {
                 .iter()
                 .find(|c| c.variant.name() == s.strategy)
                 .map(|c| c.variant);
-            let size_ok = (1..=self.workgroup_max).contains(&s.workgroup_size);
+            // A size the adapter cannot run, or one the strategy cannot take (an edited or
+            // corrupt file), is measured again.
+            let size_ok = (1..=self.workgroup_max).contains(&s.workgroup_size)
+                && v.is_some_and(|v| {
+                    let req = Request {
+                        strategy: v.strategy,
+                        staging: v.staging,
+                        float_atomics: base.float_atomics,
+                        cpu_adapter: base.cpu_adapter,
+                        workgroup_size: s.workgroup_size,
+                    };
+                    strategy::choose(&req, &sig.racing).is_ok()
+                });
             if let Some(variant) = v.filter(|_| size_ok && s.ms.is_finite()) {
                 t.candidates = vec![Candidate {
                     variant,

@@ -58,7 +58,7 @@ impl<'a> Cursor<'a> {
     }
 
     pub fn fail<T>(&self, at: usize, msg: impl std::fmt::Display) -> Result<T, MeshError> {
-        Err(MeshError(format!("{}: {msg}", self.place(at))))
+        Err(MeshError::new(format!("{}: {msg}", self.place(at))))
     }
 
     pub fn left(&self) -> usize {

@@ -32,7 +32,7 @@ fn gmsh_type_name(t: i32) -> &'static str {
 }
 
 fn err<T>(msg: impl Into<String>) -> Result<T, MeshError> {
-    Err(MeshError(msg.into()))
+    Err(MeshError::new(msg))
 }
 
 mod cursor;
@@ -53,9 +53,11 @@ pub fn read(bytes: &[u8]) -> Result<Mesh, MeshError> {
 #[cfg(not(target_arch = "wasm32"))]
 pub fn read_file(path: impl AsRef<std::path::Path>) -> Result<Mesh, MeshError> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path)
-        .map_err(|e| MeshError(format!("cannot read {}: {e}", path.display())))?;
-    read(&bytes).map_err(|e| MeshError(format!("{}: {}", path.display(), e.0)))
+    let bytes = std::fs::read(path).map_err(|e| {
+        MeshError::new(format!("cannot read {}: {e}", path.display())).in_file(path)
+    })?;
+    read(&bytes)
+        .map_err(|e| MeshError::new(format!("{}: {}", path.display(), e.message)).in_file(path))
 }
 
 /// Node tag -> vertex (file order): a table when the tags are dense enough, else a hash map.
@@ -68,7 +70,7 @@ impl NodeIndex {
     /// The index of `tags`; a tag twice is an error naming it and both places.
     fn new(tags: &[u64], at: &[usize], place: &dyn Fn(usize) -> String) -> Result<Self, MeshError> {
         let twice = |t: u64, first: u32, i: usize| {
-            MeshError(format!(
+            MeshError::new(format!(
                 "{}: node tag {t} appears twice in $Nodes (first at {})",
                 place(at[i]),
                 place(at[first as usize])
@@ -114,7 +116,7 @@ impl NodeIndex {
 /// Cells of the highest dimension present, facets of one dimension less, groups.
 fn assemble(raw: Raw, bytes: &[u8]) -> Result<Mesh, MeshError> {
     let place = |at: usize| cursor::place(bytes, raw.binary, at);
-    let fail = |at: usize, msg: String| MeshError(format!("{}: {msg}", place(at)));
+    let fail = |at: usize, msg: String| MeshError::new(format!("{}: {msg}", place(at)));
     let nelements: usize = raw.blocks.iter().map(|b| b.at.len()).sum();
     if raw.tags.len() >= u32::MAX as usize || nelements >= u32::MAX as usize {
         return Err(fail(0, "more than 2^32 - 2 nodes or elements".into()));

@@ -141,7 +141,7 @@ pub(super) fn read(bytes: &[u8]) -> Result<Raw, MeshError> {
 fn header(c: &mut Cursor) -> Result<bool, MeshError> {
     let not_msh = "line 1: expected `$MeshFormat`: this is not a Gmsh .msh file";
     match c.word("`$MeshFormat`") {
-        Ok(b"$MeshFormat") => c.line_end().map_err(|_| MeshError(not_msh.into()))?,
+        Ok(b"$MeshFormat") => c.line_end().map_err(|_| MeshError::new(not_msh))?,
         _ => return err(not_msh),
     }
     let at = c.pos;
@@ -197,7 +197,7 @@ fn header(c: &mut Cursor) -> Result<bool, MeshError> {
         .ok()
         .filter(|&s| s == 4 || s == 8)
         .ok_or_else(|| {
-            MeshError(format!(
+            MeshError::new(format!(
                 "{}: data size `{}`: expected 8 (or 4), the size of {} in bytes",
                 c.place(at),
                 w[2],

@@ -411,3 +411,39 @@ fn a_global_max_reduced_over_the_ranks_stays_alive_lazy_and_eager() {
         assert_eq!(got, [8.0, 100.0], "lazy {lazy}");
     }
 }
+
+#[test]
+#[ignore = "run by the other tests under mpirun"]
+fn differing_declarations_worker() {
+    let Some(_) = out_path() else { return };
+    let ctx = worker_ctx();
+    let mut d = Distribution::new(&ctx);
+    let cells = d.set("cells", 8);
+    let nodes = d.set("nodes", 9);
+    let mut c2n: Vec<u32> = (0..8).flat_map(|c| [c, c + 1]).collect();
+    if ctx.rank() == 1 {
+        c2n[5] = 0;
+    }
+    d.map("c2n", cells, nodes, 2, &c2n).unwrap();
+    let e = d.distribute(cells, Partitioner::Block).err().unwrap();
+    let text = e.to_string();
+    assert!(
+        text.contains("Map `c2n` on rank 1 differs from rank 0's"),
+        "{text}"
+    );
+    let rank_is_named = match (&e, ctx.rank()) {
+        (Error::Data(_), 1) => true,
+        (Error::Rank { rank: 1, .. }, 0) => true,
+        _ => false,
+    };
+    assert!(rank_is_named, "{e:?}");
+    write_out(&ctx, &[1.0]);
+}
+
+/// A Distribution whose declarations differ between ranks is an error naming the
+/// declaration and the rank where it differs, on every rank.
+#[test]
+fn differing_declarations_name_the_map_and_the_rank() {
+    let got = mpirun_env(2, &worker!("differing_declarations_worker"), &[]);
+    assert_eq!(got, vec![1.0]);
+}
