@@ -1,9 +1,10 @@
 //! BiCGStab (van der Vorst's stabilised biconjugate gradients) for nonsymmetric systems, on the
 //! device as [`super::cg`] is: the five dot products of an iteration are Globals that the
 //! update kernels read (each step length computed in the kernel from them), so an iteration
-//! costs no host round trip; right-preconditioned by Jacobi when given the diagonal.
+//! costs no host round trip; right-preconditioned when given a preconditioner.
 
-use super::solve::{Frame, Operator, SolveOptions, SolveReport, precondition};
+use super::precond::Preconditioner;
+use super::solve::{Frame, Operator, SolveOptions, SolveReport};
 use crate::{Context, Dat, Kernel, Real, Result};
 
 /// The kernels of one type, one WGSL source. Every step length is a ratio of two dot
@@ -60,8 +61,8 @@ fn pl_bicg_residual_{t}_{d}({}) {{
 }
 
 /// Solves A x = b by BiCGStab from the `x` given (A nonsingular, not necessarily symmetric),
-/// right-preconditioned by Jacobi when `diagonal` is given. Stops, reports and fails as
-/// [`super::cg`] does. When r^.r is exactly 0 at a check while the residual is not (r^ has
+/// right-preconditioned by `pc` when given (the diagonal: Jacobi; an [`super::Amg`]). Stops,
+/// reports and fails as [`super::cg`] does. When r^.r is exactly 0 at a check while the residual is not (r^ has
 /// become orthogonal to r), the recurrence restarts with r^ = r (`SolveReport::restarts`); a
 /// breakdown (r^.v or t.s zero with the residual not) is an error naming the iterations
 /// between which it happened. Breakdowns are seen as values that are not finite, which WGSL
@@ -74,10 +75,10 @@ pub fn bicgstab<T: Real>(
     a: &dyn Operator<T>,
     b: &Dat<T>,
     x: &Dat<T>,
-    diagonal: Option<&Dat<T>>,
+    pc: Option<&dyn Preconditioner<T>>,
     opts: &SolveOptions,
 ) -> Result<SolveReport> {
-    pollster::block_on(bicgstab_async(ctx, a, b, x, diagonal, opts))
+    pollster::block_on(bicgstab_async(ctx, a, b, x, pc, opts))
 }
 
 /// [`bicgstab`] without blocking: the residual checks await their readbacks.
@@ -86,10 +87,10 @@ pub async fn bicgstab_async<T: Real>(
     a: &dyn Operator<T>,
     b: &Dat<T>,
     x: &Dat<T>,
-    diagonal: Option<&Dat<T>>,
+    pc: Option<&dyn Preconditioner<T>>,
     opts: &SolveOptions,
 ) -> Result<SolveReport> {
-    let mut f = match Frame::new(ctx, "bicgstab", b, x, &[diagonal], opts).await? {
+    let mut f = match Frame::new(ctx, "bicgstab", b, x, pc, opts).await? {
         Ok(f) => f,
         Err(done) => return Ok(done),
     };
@@ -100,12 +101,12 @@ pub async fn bicgstab_async<T: Real>(
     let (r, r0, p, v) = (tmp("r")?, tmp("r^")?, tmp("p")?, tmp("v")?);
     let (s, tv) = (tmp("s")?, tmp("t")?);
     // Without a preconditioner y is p and z is s.
-    let (y_own, z_own) = match diagonal {
+    let (y_own, z_own) = match pc {
         Some(_) => (Some(tmp("y")?), Some(tmp("z")?)),
         None => (None, None),
     };
     let (y, z) = (y_own.as_ref().unwrap_or(&p), z_own.as_ref().unwrap_or(&s));
-    let precondition = |from: &Dat<T>, to: &Dat<T>| precondition(ctx, diagonal, from, to);
+    let precondition = |from: &Dat<T>, to: &Dat<T>| pc.map_or(Ok(()), |m| m.apply(ctx, from, to));
     f.residual(a, &r, &tv)?;
     ctx.copy(&r, &r0)?;
     if f.start(&r).await? {

@@ -4,7 +4,8 @@
 //! trip. The host reads the residual norm every `check_every` iterations to decide whether to
 //! stop; between checks the iterations are recorded lazily and run in one go.
 
-use super::solve::{Frame, Operator, SolveOptions, SolveReport, precondition};
+use super::precond::Preconditioner;
+use super::solve::{Frame, Operator, SolveOptions, SolveReport};
 use crate::{Context, Dat, Kernel, Real, Result};
 
 /// The kernels of one type and dim (components per element), one WGSL source.
@@ -32,11 +33,11 @@ fn pl_cg_direction_{t}_{d}(rz: ptr<function, array<{t}, 1>>, old: ptr<function, 
 }
 
 /// Solves A x = b by conjugate gradients from the `x` given (A symmetric positive definite),
-/// preconditioned by Jacobi when `diagonal` (A's diagonal, as [`super::Mat::diagonal`]
-/// gives) is given. Stopping below `rtol` returns the report; reaching `max_iterations`, a
-/// residual that is not finite (breakdown: A is not positive definite, or a zero on the
-/// diagonal) or grows 1e10-fold (divergence) are errors that say which and between which
-/// iterations; so are wrong inputs and options. Native: it blocks on the residual checks;
+/// preconditioned by `pc` when given (A's diagonal as [`super::Mat::diagonal`] gives it:
+/// Jacobi; an [`super::Amg`]; any symmetric positive definite [`super::Preconditioner`]).
+/// Stopping below `rtol` returns the report; reaching `max_iterations`, a residual that is
+/// not finite (breakdown: A is not positive definite, or a zero on the diagonal) or grows
+/// 1e10-fold (divergence) are errors that say which and between which iterations; so are wrong inputs and options. Native: it blocks on the residual checks;
 /// [`cg_async`] is the same without blocking (the browser's).
 #[cfg(not(target_arch = "wasm32"))]
 pub fn cg<T: Real>(
@@ -44,10 +45,10 @@ pub fn cg<T: Real>(
     a: &dyn Operator<T>,
     b: &Dat<T>,
     x: &Dat<T>,
-    diagonal: Option<&Dat<T>>,
+    pc: Option<&dyn Preconditioner<T>>,
     opts: &SolveOptions,
 ) -> Result<SolveReport> {
-    pollster::block_on(cg_async(ctx, a, b, x, diagonal, opts))
+    pollster::block_on(cg_async(ctx, a, b, x, pc, opts))
 }
 
 /// [`cg`] without blocking: the residual checks await their readbacks.
@@ -56,10 +57,10 @@ pub async fn cg_async<T: Real>(
     a: &dyn Operator<T>,
     b: &Dat<T>,
     x: &Dat<T>,
-    diagonal: Option<&Dat<T>>,
+    pc: Option<&dyn Preconditioner<T>>,
     opts: &SolveOptions,
 ) -> Result<SolveReport> {
-    let mut f = match Frame::new(ctx, "cg", b, x, &[diagonal], opts).await? {
+    let mut f = match Frame::new(ctx, "cg", b, x, pc, opts).await? {
         Ok(f) => f,
         Err(done) => return Ok(done),
     };
@@ -69,9 +70,9 @@ pub async fn cg_async<T: Real>(
     let tmp = |n: &str| ctx.dat_zeros::<T>(&format!("cg {n}"), set, d);
     let (r, p, q) = (tmp("r")?, tmp("p")?, tmp("q")?);
     // Without a preconditioner z is r itself.
-    let z_own = diagonal.map(|_| tmp("z")).transpose()?;
+    let z_own = pc.map(|_| tmp("z")).transpose()?;
     let z = z_own.as_ref().unwrap_or(&r);
-    let precondition = || precondition(ctx, diagonal, &r, z);
+    let precondition = || pc.map_or(Ok(()), |m| m.apply(ctx, &r, z));
     f.residual(a, &r, &q)?;
     precondition()?;
     ctx.copy(z, &p)?;

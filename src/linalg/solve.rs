@@ -5,6 +5,7 @@
 //! iteration.
 
 use super::Mat;
+use super::precond::Preconditioner;
 use crate::error::SolverFailure;
 use crate::types::ReduceOp;
 use crate::{Context, DType, Dat, Error, Kernel, Real, Result};
@@ -80,7 +81,7 @@ pub(super) struct Frame<'a, T: Real> {
 }
 
 /// r = b - q, the kernel of the residual, for `d` components per element.
-fn residual_kernel(t: crate::DType, d: usize) -> Kernel {
+pub(super) fn residual_kernel(t: crate::DType, d: usize) -> Kernel {
     let name = format!("pl_residual_{t}_{d}");
     Kernel::new(
         &name,
@@ -94,39 +95,6 @@ fn residual_kernel(t: crate::DType, d: usize) -> Kernel {
     )
 }
 
-/// z = v / d, Jacobi's preconditioner (d: the diagonal), for `n` components per element.
-fn jacobi_kernel(t: crate::DType, n: usize) -> Kernel {
-    let name = format!("pl_jacobi_{t}_{n}");
-    Kernel::new(
-        &name,
-        format!(
-            "fn {name}(d: ptr<function, array<{t}, {n}>>, v: ptr<function, array<{t}, {n}>>, \
-             z: ptr<function, array<{t}, {n}>>) {{
-    for (var i = 0u; i < {n}u; i++) {{ (*z)[i] = (*v)[i] / (*d)[i]; }}
-}}
-"
-        ),
-    )
-}
-
-/// Records z = v / d where a diagonal `d` is given (Jacobi); nothing without one (the solvers
-/// then use v itself as z).
-pub(super) fn precondition<T: Real>(
-    ctx: &Context,
-    d: Option<&Dat<T>>,
-    v: &Dat<T>,
-    z: &Dat<T>,
-) -> Result<()> {
-    match d {
-        Some(d) => ctx.par_loop(
-            &jacobi_kernel(T::DTYPE, v.dim()),
-            v.set(),
-            &[d.read(), v.read(), z.write()],
-        ),
-        None => Ok(()),
-    }
-}
-
 impl<'a, T: Real> Frame<'a, T> {
     /// Checks the inputs (`more`: the other vectors given, on b's set) and the options, and
     /// takes ||b|| on the host in f64 (a sum of squares in f32 underflows below 1e-19 and
@@ -136,14 +104,12 @@ impl<'a, T: Real> Frame<'a, T> {
         solver: &'static str,
         b: &'a Dat<T>,
         x: &'a Dat<T>,
-        more: &[Option<&Dat<T>>],
+        pc: Option<&dyn Preconditioner<T>>,
         opts: &'a SolveOptions,
     ) -> Result<std::result::Result<Frame<'a, T>, SolveReport>> {
         let set = b.set();
-        for v in std::iter::once(Some(x))
-            .chain(more.iter().copied())
-            .flatten()
-        {
+        let more = pc.map_or(Vec::new(), |p| p.vectors());
+        for v in std::iter::once(x).chain(more.iter().copied()) {
             if v.set().id() != set.id() || v.dim() != b.dim() {
                 return Err(Error::Usage(format!(
                     "{solver}: b `{}` and `{}` must be Dats of one dim on one set; they have \
@@ -158,7 +124,7 @@ impl<'a, T: Real> Frame<'a, T> {
             }
         }
         let mut ids = vec![(b.inner.id, b.name()), (x.inner.id, x.name())];
-        ids.extend(more.iter().flatten().map(|d| (d.inner.id, d.name())));
+        ids.extend(more.iter().map(|d| (d.inner.id, d.name())));
         for (k, (id, name)) in ids.iter().enumerate() {
             if let Some((_, other)) = ids[..k].iter().find(|(i, _)| i == id) {
                 return Err(Error::Usage(format!(
@@ -240,7 +206,7 @@ impl<'a, T: Real> Frame<'a, T> {
             opts,
             b_norm,
             first: f64::NAN,
-            preconditioned: more.iter().any(Option::is_some),
+            preconditioned: pc.is_some(),
             report: SolveReport {
                 iterations: 0,
                 residuals: Vec::new(),
@@ -364,7 +330,7 @@ impl<'a, T: Real> Frame<'a, T> {
                 if self.preconditioned {
                     ""
                 } else {
-                    ", or precondition (pass the diagonal)"
+                    ", or precondition (the diagonal: Jacobi; or Amg)"
                 }
             ),
         }

@@ -90,6 +90,19 @@ impl Sparsity {
         ctx.comm().agree(built, &what)
     }
 
+    /// A pattern given row by row (each row's columns sorted and unique), on sets of one
+    /// process: the matrices the library builds itself (AMG's levels).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub(crate) fn from_rows(
+        name: &str,
+        rows: &Set,
+        cols: &Set,
+        lists: Vec<Vec<u32>>,
+    ) -> Result<Sparsity> {
+        let width = lists.iter().map(Vec::len).max().unwrap_or(1).max(1);
+        Pattern { lists, width }.build(name, rows, cols, &[], width)
+    }
+
     /// Entries in the pattern (not counting padding); on N ranks, in this rank's owned rows.
     pub fn nnz(&self) -> usize {
         self.counts[..self.rows.size()]

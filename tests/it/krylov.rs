@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::ctx;
-use parloop::linalg::{Mat, SolveOptions, Sparsity, bicgstab};
+use parloop::linalg::{Mat, Preconditioner, SolveOptions, Sparsity, bicgstab};
 use parloop::mesh::unit_square;
 use parloop::{Context, Dat, Error, Kernel, Map, Set, SolverFailure};
 use std::rc::Rc;
@@ -156,7 +156,7 @@ fn bicgstab_solves_convection_diffusion_as_gaussian_elimination_does() {
         ..SolveOptions::default()
     };
     let diag = p.a.diagonal(&ctx).unwrap();
-    for jacobi in [None, Some(&diag)] {
+    for jacobi in [None, Some(&diag as &dyn Preconditioner<f32>)] {
         let x = ctx.dat_zeros::<f32>("x", &p.vertices, 1).unwrap();
         let report = bicgstab(&ctx, &p.a, &p.b, &x, jacobi, &opts).unwrap();
         let d = max_diff(&x.data_ro().unwrap(), &want);

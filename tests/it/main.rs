@@ -20,6 +20,7 @@ mod gmsh_meshes;
 
 mod advection;
 mod airfoil;
+mod amg;
 mod arith;
 mod bench_report;
 mod check;

@@ -1,0 +1,450 @@
+//! Smoothed-aggregation algebraic multigrid (Vanek, Mandel and Brezina; PyAMG's
+//! `smoothed_aggregation_solver`) as a preconditioner: its setup runs on the host in f64
+//! (strength, aggregates, smoothed prolongation, Galerkin products), its V-cycle on the device
+//! as par_loops and sparse products (Chebyshev smoothing, restriction, prolongation, the
+//! coarsest level's inverse), with no host round trip inside a cycle.
+
+mod setup;
+#[cfg(test)]
+mod tests;
+
+use super::precond::Preconditioner;
+use super::{Mat, Sparsity};
+use crate::{Context, Dat, Error, Global, Kernel, Real, Result, Set};
+use setup::{Hierarchy, Params, SetupError};
+use sprs::CsMat;
+use std::rc::Rc;
+use web_time::Instant;
+
+/// How the hierarchy is built and the cycle smooths.
+#[derive(Clone, Debug)]
+pub struct AmgOptions {
+    /// Strength of connection: a_ij is strong when |a_ij| >= theta sqrt(|a_ii a_jj|) (and
+    /// a_ji too). 0 (PyAMG's default) takes every nonzero.
+    pub theta: f64,
+    /// Levels stop coarsening at this many unknowns; the coarsest is solved directly (a dense
+    /// inverse: at most 1024 unknowns).
+    pub max_coarse: usize,
+    /// The most levels, the finest included.
+    pub max_levels: usize,
+    /// Chebyshev smoothing steps before and after each coarse correction (each a product
+    /// with A).
+    pub degree: usize,
+    /// The low end of the eigenvalues the smoother damps, as a fraction of the spectral
+    /// radius of D^-1 A (the high end): the rest is left to the coarse levels.
+    pub lower: f64,
+}
+
+impl Default for AmgOptions {
+    fn default() -> AmgOptions {
+        AmgOptions {
+            theta: 0.0,
+            max_coarse: 200,
+            max_levels: 10,
+            degree: 2,
+            lower: 0.1,
+        }
+    }
+}
+
+/// What the setup built and where its time went.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AmgReport {
+    /// Unknowns and stored nonzeros of each level's operator, the finest first.
+    pub levels: Vec<(usize, usize)>,
+    /// All levels' nonzeros over the finest's.
+    pub operator_complexity: f64,
+    /// Seconds reading the matrix back from the device.
+    pub read_s: f64,
+    /// Seconds of the host setup (aggregation, products, the coarsest inverse).
+    pub setup_s: f64,
+    /// Seconds creating the levels' matrices and vectors on the device.
+    pub upload_s: f64,
+}
+
+/// A level above the coarsest, on the device.
+struct Level<T: Real> {
+    /// The operator (None on the finest level: the user's matrix).
+    a: Option<Mat<T>>,
+    /// Prolongation from the next level, and restriction to it.
+    p: Mat<T>,
+    r: Mat<T>,
+    /// 1 / a_ii.
+    dinv: Dat<T>,
+    /// Chebyshev's first step, [1 / theta], and each later step's [c1, c2].
+    first: Global<T>,
+    steps: Vec<Global<T>>,
+    /// Right-hand side and iterate (None on the finest: the solver's vectors), scratch.
+    b: Option<Dat<T>>,
+    x: Option<Dat<T>>,
+    q: Dat<T>,
+    res: Dat<T>,
+    d: Dat<T>,
+}
+
+/// The coarsest level: its inverse and vectors.
+struct Coarse<T: Real> {
+    inverse: Mat<T>,
+    b: Dat<T>,
+    x: Dat<T>,
+}
+
+/// Smoothed-aggregation AMG for a scalar [`Mat`] (symmetric positive definite for CG; the
+/// cycle is symmetric, so it preconditions CG), as a [`Preconditioner`]: `Amg::new` reads the
+/// matrix back once and builds the hierarchy; [`Amg::update`] rebuilds it after the values
+/// change (a time step's or a Newton step's new matrix).
+pub struct Amg<'a, T: Real> {
+    a: &'a Mat<T>,
+    options: AmgOptions,
+    levels: Vec<Level<T>>,
+    coarse: Coarse<T>,
+    report: AmgReport,
+}
+
+impl<'a, T: Real> Amg<'a, T> {
+    /// The hierarchy of `a`, built now (the pending loops that assemble `a` run first).
+    /// A block matrix, a zero (or missing) diagonal entry, an entry that is not finite, a
+    /// matrix on a distributed set and a coarsest level too large to invert are errors naming
+    /// them.
+    pub fn new(ctx: &Context, a: &'a Mat<T>, options: &AmgOptions) -> Result<Amg<'a, T>> {
+        let (levels, coarse, report) = build(ctx, a, options)?;
+        Ok(Amg {
+            a,
+            options: options.clone(),
+            levels,
+            coarse,
+            report,
+        })
+    }
+
+    /// Rebuilds the hierarchy from the matrix's current values (same options).
+    pub fn update(&mut self, ctx: &Context) -> Result<()> {
+        let (levels, coarse, report) = build(ctx, self.a, &self.options)?;
+        (self.levels, self.coarse, self.report) = (levels, coarse, report);
+        Ok(())
+    }
+
+    /// The levels and the setup's times.
+    pub fn report(&self) -> &AmgReport {
+        &self.report
+    }
+
+    /// Records x = V(b), one V-cycle from x = 0 on level `k`.
+    fn cycle(&self, ctx: &Context, k: usize, b: &Dat<T>, x: &Dat<T>) -> Result<()> {
+        let Some(l) = self.levels.get(k) else {
+            return self.coarse.inverse.mult(ctx, b, x);
+        };
+        let a = l.a.as_ref().unwrap_or(self.a);
+        self.smooth(ctx, l, a, b, x, true)?;
+        a.mult(ctx, x, &l.q)?;
+        let (t, d) = (T::DTYPE, b.dim());
+        ctx.par_loop(
+            &super::solve::residual_kernel(t, d),
+            b.set(),
+            &[b.read(), l.q.read(), l.res.write()],
+        )?;
+        let (nb, nx) = match self.levels.get(k + 1) {
+            Some(n) => (n.b.as_ref(), n.x.as_ref()),
+            None => (Some(&self.coarse.b), Some(&self.coarse.x)),
+        };
+        let (nb, nx) = (nb.expect("coarse levels own b"), nx.expect("and x"));
+        l.r.mult(ctx, &l.res, nb)?;
+        self.cycle(ctx, k + 1, nb, nx)?;
+        l.p.mult(ctx, nx, &l.q)?;
+        ctx.par_loop(&kernel("add", t, d), b.set(), &[l.q.read(), x.rw()])?;
+        self.smooth(ctx, l, a, b, x, false)
+    }
+
+    /// Chebyshev smoothing of A x = b, from x = 0 when `zero`.
+    fn smooth(
+        &self,
+        ctx: &Context,
+        l: &Level<T>,
+        a: &Mat<T>,
+        b: &Dat<T>,
+        x: &Dat<T>,
+        zero: bool,
+    ) -> Result<()> {
+        let (t, d, set) = (T::DTYPE, b.dim(), b.set());
+        if zero {
+            let args = [
+                l.first.read(),
+                b.read(),
+                l.dinv.read(),
+                l.d.write(),
+                x.write(),
+            ];
+            ctx.par_loop(&kernel("first", t, d), set, &args)?;
+        } else {
+            a.mult(ctx, x, &l.q)?;
+            let args = [
+                l.first.read(),
+                b.read(),
+                l.q.read(),
+                l.dinv.read(),
+                l.d.write(),
+                x.rw(),
+            ];
+            ctx.par_loop(&kernel("restart", t, d), set, &args)?;
+        }
+        for c in &l.steps {
+            a.mult(ctx, x, &l.q)?;
+            let args = [
+                c.read(),
+                b.read(),
+                l.q.read(),
+                l.dinv.read(),
+                l.d.rw(),
+                x.rw(),
+            ];
+            ctx.par_loop(&kernel("step", t, d), set, &args)?;
+        }
+        Ok(())
+    }
+}
+
+impl<T: Real> Preconditioner<T> for Amg<'_, T> {
+    fn apply(&self, ctx: &Context, r: &Dat<T>, z: &Dat<T>) -> Result<()> {
+        let rows = self.a.sparsity().rows();
+        for v in [r, z] {
+            if v.set().id() != rows.id() || v.dim() != 1 {
+                return Err(Error::Usage(format!(
+                    "AMG of Mat `{}`: `{}` must be a Dat of dim 1 on `{}`; it has dim {} on `{}`",
+                    self.a.values.name(),
+                    v.name(),
+                    rows.name(),
+                    v.dim(),
+                    v.set().name()
+                )));
+            }
+        }
+        self.cycle(ctx, 0, r, z)
+    }
+}
+
+/// The kernels of the cycle, for type `t` and `d` components: `first` (d = c0 dinv b, x = d),
+/// `restart` (d = c0 dinv (b - q), x += d), `step` (d = c0 d + c1 dinv (b - q), x += d),
+/// `add` (x += q).
+fn kernel(which: &str, t: crate::DType, d: usize) -> Kernel {
+    let name = format!("pl_amg_{which}_{t}_{d}");
+    let v = |n: &str| format!("{n}: ptr<function, array<{t}, {d}>>");
+    let (params, body) = match which {
+        "first" => (
+            format!(
+                "c: ptr<function, array<{t}, 1>>, {}, {}, {}, {}",
+                v("b"),
+                v("dinv"),
+                v("dv"),
+                v("x")
+            ),
+            "(*dv)[i] = (*c)[0] * (*dinv)[i] * (*b)[i]; (*x)[i] = (*dv)[i];",
+        ),
+        "restart" => (
+            format!(
+                "c: ptr<function, array<{t}, 1>>, {}, {}, {}, {}, {}",
+                v("b"),
+                v("q"),
+                v("dinv"),
+                v("dv"),
+                v("x")
+            ),
+            "(*dv)[i] = (*c)[0] * (*dinv)[i] * ((*b)[i] - (*q)[i]); (*x)[i] += (*dv)[i];",
+        ),
+        "step" => (
+            format!(
+                "c: ptr<function, array<{t}, 2>>, {}, {}, {}, {}, {}",
+                v("b"),
+                v("q"),
+                v("dinv"),
+                v("dv"),
+                v("x")
+            ),
+            "(*dv)[i] = (*c)[0] * (*dv)[i] + (*c)[1] * (*dinv)[i] * ((*b)[i] - (*q)[i]); \
+             (*x)[i] += (*dv)[i];",
+        ),
+        _ => (format!("{}, {}", v("q"), v("x")), "(*x)[i] += (*q)[i];"),
+    };
+    Kernel::new(
+        &name,
+        format!("fn {name}({params}) {{\n    for (var i = 0u; i < {d}u; i++) {{ {body} }}\n}}\n"),
+    )
+}
+
+/// The matrix on the host, in f64 CSR (scalar entries; a single process's).
+fn read<T: Real>(a: &Mat<T>) -> Result<CsMat<f64>> {
+    let s = a.sparsity();
+    let name = a.values.name();
+    if a.block() != 1 {
+        return Err(Error::Usage(format!(
+            "AMG of Mat `{name}`: blocks of {} components; AMG takes scalar matrices (block 1)",
+            a.block()
+        )));
+    }
+    let rows = s.rows();
+    if rows.halo().is_some() {
+        return Err(Error::Usage(format!(
+            "AMG of Mat `{name}`: its rows `{}` are distributed; AMG runs on one process \
+             (use Jacobi on N ranks)",
+            rows.name()
+        )));
+    }
+    let values = a.values.data_ro()?;
+    let (n, m, w) = (rows.size(), s.cols().size(), s.width());
+    let mut indptr = Vec::with_capacity(n + 1);
+    let (mut indices, mut data) = (Vec::new(), Vec::new());
+    indptr.push(0);
+    for r in 0..n {
+        for (k, &c) in s.row(r).iter().enumerate() {
+            indices.push(c as usize);
+            data.push(values[r * w + k].to_f64());
+        }
+        indptr.push(indices.len());
+    }
+    CsMat::try_new((n, m), indptr, indices, data)
+        .map_err(|e| Error::Data(format!("AMG of Mat `{name}`: {}", e.3)))
+}
+
+type Built<T> = (Vec<Level<T>>, Coarse<T>, AmgReport);
+
+/// Reads `a`, builds the hierarchy on the host, and creates its levels on the device.
+fn build<T: Real>(ctx: &Context, a: &Mat<T>, o: &AmgOptions) -> Result<Built<T>> {
+    let name = a.values.name().to_string();
+    if !(o.degree >= 1 && o.max_levels >= 1 && o.lower > 0.0 && o.lower < 1.0 && o.theta >= 0.0) {
+        return Err(Error::Usage(format!(
+            "AMG of Mat `{name}`: degree and max_levels must be at least 1, lower in (0, 1) \
+             and theta at least 0; got {o:?}"
+        )));
+    }
+    let t0 = Instant::now();
+    let host = read(a)?;
+    let read_s = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    let params = Params {
+        theta: o.theta,
+        max_coarse: o.max_coarse,
+        max_levels: o.max_levels,
+        ..Params::default()
+    };
+    let h = Hierarchy::new(host, &params).map_err(|e| {
+        let at = |i: usize| format!("AMG of Mat `{name}`: row {i}");
+        Error::Data(match e {
+            SetupError::ZeroDiagonal(i) => format!(
+                "{} has no nonzero diagonal entry: smoothing divides by it (a row of zeros, or \
+                 a node no element reaches, needs a 1 on its diagonal: Mat::zero_rows)",
+                at(i)
+            ),
+            SetupError::NotFinite(i) => format!("{} has an entry that is not finite", at(i)),
+            SetupError::NotSquare(r, c) => {
+                format!("AMG of Mat `{name}`: {r} rows and {c} columns; AMG needs a square matrix")
+            }
+            SetupError::SingularCoarse(n) => format!(
+                "AMG of Mat `{name}`: the coarsest level ({n} unknowns) is singular and not \
+                 symmetric, so it has no inverse"
+            ),
+        })
+    })?;
+    if h.coarse.rows() > 1024 {
+        return Err(Error::Usage(format!(
+            "AMG of Mat `{name}`: coarsening stopped at {} unknowns after {} levels, too many \
+             for the coarsest level's dense inverse (at most 1024): raise max_levels, or lower \
+             theta",
+            h.coarse.rows(),
+            h.levels.len() + 1
+        )));
+    }
+    let setup_s = t1.elapsed().as_secs_f64();
+    let t2 = Instant::now();
+    let mut sizes: Vec<(usize, usize)> = h.levels.iter().map(|l| (l.a.rows(), l.a.nnz())).collect();
+    sizes.push((h.coarse.rows(), h.coarse.nnz()));
+    let fine = a.sparsity().rows().clone();
+    let sets: Vec<Set> = std::iter::once(fine)
+        .chain((1..sizes.len()).map(|k| Set::new(format!("{name} AMG level {k}"), sizes[k].0)))
+        .collect();
+    let mut levels = Vec::with_capacity(h.levels.len());
+    for (k, l) in h.levels.iter().enumerate() {
+        let (set, next) = (&sets[k], &sets[k + 1]);
+        let label = |what: &str| format!("{name} AMG level {k} {what}");
+        let tv = |v: &[f64]| v.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>();
+        let vector = |what: &str| ctx.dat_zeros::<T>(&label(what), set, 1);
+        // Chebyshev on [lower rho, rho] for D^-1 A.
+        let (hi, lo) = (l.rho, o.lower * l.rho);
+        let (theta, delta) = (0.5 * (hi + lo), 0.5 * (hi - lo));
+        let sigma = theta / delta;
+        let mut rho = 1.0 / sigma;
+        let mut steps = Vec::new();
+        for s in 1..o.degree {
+            let next = 1.0 / (2.0 * sigma - rho);
+            let c = [T::from_f64(next * rho), T::from_f64(2.0 * next / delta)];
+            steps.push(ctx.global(&label(&format!("chebyshev {s}")), &c)?);
+            rho = next;
+        }
+        levels.push(Level {
+            a: (k > 0)
+                .then(|| upload(ctx, &label("A"), set, set, &l.a))
+                .transpose()?,
+            p: upload(ctx, &label("P"), set, next, &l.p)?,
+            r: upload(ctx, &label("R"), next, set, &l.r)?,
+            dinv: ctx.dat(&label("1/diagonal"), set, 1, &tv(&l.dinv))?,
+            first: ctx.global(&label("chebyshev 0"), &[T::from_f64(1.0 / theta)])?,
+            steps,
+            b: (k > 0).then(|| vector("b")).transpose()?,
+            x: (k > 0).then(|| vector("x")).transpose()?,
+            q: vector("q")?,
+            res: vector("r")?,
+            d: vector("d")?,
+        });
+    }
+    let last = sets.last().expect("at least the finest");
+    let n = h.coarse.rows();
+    let dense = CsMat::new(
+        (n, n),
+        (0..=n).map(|i| i * n).collect(),
+        (0..n * n).map(|j| j % n).collect(),
+        h.inverse.clone(),
+    );
+    let coarse = Coarse {
+        inverse: upload(
+            ctx,
+            &format!("{name} AMG coarsest inverse"),
+            last,
+            last,
+            &dense,
+        )?,
+        b: ctx.dat_zeros::<T>(&format!("{name} AMG coarsest b"), last, 1)?,
+        x: ctx.dat_zeros::<T>(&format!("{name} AMG coarsest x"), last, 1)?,
+    };
+    let nnz: usize = sizes.iter().map(|s| s.1).sum();
+    let report = AmgReport {
+        operator_complexity: nnz as f64 / sizes[0].1.max(1) as f64,
+        levels: sizes,
+        read_s,
+        setup_s,
+        upload_s: t2.elapsed().as_secs_f64(),
+    };
+    Ok((levels, coarse, report))
+}
+
+/// A host CSR matrix as a [`Mat`] on `rows` x `cols`.
+fn upload<T: Real>(
+    ctx: &Context,
+    name: &str,
+    rows: &Set,
+    cols: &Set,
+    m: &CsMat<f64>,
+) -> Result<Mat<T>> {
+    let lists: Vec<Vec<u32>> = m
+        .outer_iterator()
+        .map(|row| row.indices().iter().map(|&c| c as u32).collect())
+        .collect();
+    let s = Rc::new(Sparsity::from_rows(name, rows, cols, lists)?);
+    let w = s.width();
+    let mut values = vec![T::from_f64(0.0); rows.size() * w];
+    for (r, row) in m.outer_iterator().enumerate() {
+        for (k, &v) in row.data().iter().enumerate() {
+            values[r * w + k] = T::from_f64(v);
+        }
+    }
+    let mut mat = Mat::new(ctx, name, &s)?;
+    mat.values.set_data(&values)?;
+    Ok(mat)
+}

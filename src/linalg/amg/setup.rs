@@ -1,0 +1,495 @@
+//! Smoothed aggregation's setup, on the host in f64: the strength of connection, aggregates,
+//! the tentative and smoothed prolongations, the Galerkin products R A P, each level's
+//! spectral radius for the smoothers, and the coarsest level's inverse.
+
+use sprs::{CsMat, TriMat};
+
+/// What the setup builds from: PyAMG's `smoothed_aggregation_solver` defaults where they
+/// apply on a GPU.
+#[derive(Clone, Debug)]
+pub(super) struct Params {
+    /// Connections with |a_ij| >= theta sqrt(|a_ii a_jj|) (both ways) are strong.
+    pub(super) theta: f64,
+    /// Stop coarsening at this many unknowns or fewer; that level is solved directly.
+    pub(super) max_coarse: usize,
+    /// The most levels, the finest included.
+    pub(super) max_levels: usize,
+    /// The prolongation smoother's weight, over the spectral radius of D^-1 A.
+    pub(super) omega: f64,
+    /// Symmetric Gauss-Seidel sweeps on A x = 0 that improve the near-nullspace candidate
+    /// before each level's aggregation (scalar matrices).
+    pub(super) improve: usize,
+}
+
+impl Default for Params {
+    fn default() -> Params {
+        Params {
+            theta: 0.0,
+            max_coarse: 200,
+            max_levels: 10,
+            omega: 4.0 / 3.0,
+            improve: 4,
+        }
+    }
+}
+
+/// One level above the coarsest: its operator and the transfers to the next.
+pub(super) struct Level {
+    /// The operator (the user's matrix on the finest level).
+    pub(super) a: CsMat<f64>,
+    /// Prolongation: this level's unknowns x the next level's.
+    pub(super) p: CsMat<f64>,
+    /// Restriction, P transposed.
+    pub(super) r: CsMat<f64>,
+    /// The inverse of A's diagonal.
+    pub(super) dinv: Vec<f64>,
+    /// An upper estimate of the spectral radius of D^-1 A.
+    pub(super) rho: f64,
+}
+
+/// The hierarchy: the levels, the coarsest operator and its inverse.
+pub(super) struct Hierarchy {
+    pub(super) levels: Vec<Level>,
+    /// The coarsest operator.
+    pub(super) coarse: CsMat<f64>,
+    /// Its inverse (a pseudo-inverse when it is symmetric and singular), dense, row-major.
+    pub(super) inverse: Vec<f64>,
+}
+
+/// What went wrong, for the caller to word.
+#[derive(Debug, PartialEq)]
+pub(super) enum SetupError {
+    /// The matrix is not square (rows, columns).
+    NotSquare(usize, usize),
+    /// Row `.0` has a zero (or no) diagonal entry.
+    ZeroDiagonal(usize),
+    /// An entry is not finite: its row.
+    NotFinite(usize),
+    /// The coarsest operator (its size) is singular and not symmetric.
+    SingularCoarse(usize),
+}
+
+impl Hierarchy {
+    /// Builds the hierarchy of `a` (CSR, scalar entries).
+    pub(super) fn new(a: CsMat<f64>, params: &Params) -> Result<Hierarchy, SetupError> {
+        let mut levels = Vec::new();
+        let mut a = a.to_csr();
+        if a.rows() != a.cols() {
+            return Err(SetupError::NotSquare(a.rows(), a.cols()));
+        }
+        let mut candidate = vec![1.0; a.rows()];
+        loop {
+            let n = a.rows();
+            let dinv = inverse_diagonal(&a)?;
+            if n <= params.max_coarse || levels.len() + 1 >= params.max_levels {
+                break;
+            }
+            improve(&a, &mut candidate, params.improve);
+            let strong = strength(&a, params.theta);
+            let (aggregate, count) = aggregates(&strong);
+            if count == 0 || count as f64 > 0.9 * n as f64 {
+                // Nothing to aggregate (a diagonal matrix) or coarsening stalled.
+                break;
+            }
+            let (p0, coarse_candidate) = tentative(&aggregate, count, &candidate);
+            let rho = spectral_radius(&a, &dinv);
+            let p = smooth(&a, &dinv, &p0, params.omega / rho);
+            let r: CsMat<f64> = p.transpose_view().to_csr();
+            let ap = &a * &p;
+            let next = (&r * &ap).to_csr();
+            levels.push(Level { a, p, r, dinv, rho });
+            a = next;
+            candidate = coarse_candidate;
+        }
+        let inverse = dense_inverse(&a)?;
+        // The levels' own estimates for the smoothers (the coarsest is solved directly).
+        Ok(Hierarchy {
+            levels,
+            coarse: a,
+            inverse,
+        })
+    }
+}
+
+/// 1 / a_ii per row; a zero or missing diagonal entry, or a value not finite, is an error.
+fn inverse_diagonal(a: &CsMat<f64>) -> Result<Vec<f64>, SetupError> {
+    let mut d = vec![0.0; a.rows()];
+    for (i, row) in a.outer_iterator().enumerate() {
+        for (j, &v) in row.iter() {
+            if !v.is_finite() {
+                return Err(SetupError::NotFinite(i));
+            }
+            if i == j {
+                d[i] += v;
+            }
+        }
+    }
+    d.iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            if v == 0.0 {
+                Err(SetupError::ZeroDiagonal(i))
+            } else {
+                Ok(1.0 / v)
+            }
+        })
+        .collect()
+}
+
+/// Symmetric Gauss-Seidel sweeps on A x = 0 from `x`: smooths the candidate towards A's
+/// near nullspace (small near Dirichlet boundaries), then scales it to unit maximum.
+fn improve(a: &CsMat<f64>, x: &mut [f64], sweeps: usize) {
+    let sweep = |x: &mut [f64], i: usize| {
+        let (mut s, mut d) = (0.0, 0.0);
+        for (j, &v) in a.outer_view(i).unwrap().iter() {
+            if j == i {
+                d += v;
+            } else {
+                s += v * x[j];
+            }
+        }
+        x[i] = -s / d;
+    };
+    for _ in 0..sweeps {
+        for i in 0..x.len() {
+            sweep(x, i);
+        }
+        for i in (0..x.len()).rev() {
+            sweep(x, i);
+        }
+    }
+    let max = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    if max > 0.0 && max.is_finite() {
+        x.iter_mut().for_each(|v| *v /= max);
+    } else {
+        x.iter_mut().for_each(|v| *v = 1.0);
+    }
+}
+
+/// The strong connections of each row, as lists: j != i with |a_ij| >= theta sqrt(|a_ii
+/// a_jj|) and a_ij, a_ji both nonzero (so a Dirichlet row, zeroed but for its diagonal,
+/// leaves its node isolated even where its column was kept).
+fn strength(a: &CsMat<f64>, theta: f64) -> Vec<Vec<u32>> {
+    let diag: Vec<f64> = (0..a.rows())
+        .map(|i| a.get(i, i).copied().unwrap_or(0.0).abs())
+        .collect();
+    let at: CsMat<f64> = a.transpose_view().to_csr();
+    let strong = |i: usize, j: usize, v: f64| {
+        i != j && v != 0.0 && v.abs() >= theta * (diag[i] * diag[j]).sqrt()
+    };
+    (0..a.rows())
+        .map(|i| {
+            let back = at.outer_view(i).unwrap();
+            a.outer_view(i)
+                .unwrap()
+                .iter()
+                .filter(|&(j, &v)| strong(i, j, v) && back.get(j).is_some_and(|&w| strong(i, j, w)))
+                .map(|(j, _)| j as u32)
+                .collect()
+        })
+        .collect()
+}
+
+/// No aggregate (yet).
+const FREE: u32 = u32::MAX;
+/// A node with no strong connection: in no aggregate (the smoother alone handles it).
+pub(super) const ISOLATED: u32 = u32::MAX - 1;
+
+/// Standard aggregation (Vanek, Mandel and Brezina), PyAMG's three passes: a node whose
+/// strong neighbours are all free roots an aggregate of them; a free node joins the
+/// aggregate of a neighbour placed in the first pass; what is left roots aggregates of its
+/// free neighbours. Gives each node's aggregate (or ISOLATED) and the count.
+fn aggregates(strong: &[Vec<u32>]) -> (Vec<u32>, usize) {
+    let n = strong.len();
+    let mut agg = vec![FREE; n];
+    let mut count = 0u32;
+    for i in 0..n {
+        if agg[i] != FREE {
+            continue;
+        }
+        if strong[i].is_empty() {
+            agg[i] = ISOLATED;
+        } else if strong[i].iter().all(|&j| agg[j as usize] == FREE) {
+            agg[i] = count;
+            for &j in &strong[i] {
+                agg[j as usize] = count;
+            }
+            count += 1;
+        }
+    }
+    let first = agg.clone();
+    for i in 0..n {
+        if agg[i] == FREE {
+            if let Some(&j) = strong[i].iter().find(|&&j| first[j as usize] < ISOLATED) {
+                agg[i] = first[j as usize];
+            }
+        }
+    }
+    for i in 0..n {
+        if agg[i] == FREE {
+            agg[i] = count;
+            for &j in &strong[i] {
+                if agg[j as usize] == FREE {
+                    agg[j as usize] = count;
+                }
+            }
+            count += 1;
+        }
+    }
+    (agg, count as usize)
+}
+
+/// The tentative prolongation: node i of aggregate a gets B_i / ||B_a|| in column a (B the
+/// candidate); the coarse candidate is ||B_a||. An aggregate where B vanishes takes the
+/// constant instead.
+fn tentative(agg: &[u32], count: usize, b: &[f64]) -> (CsMat<f64>, Vec<f64>) {
+    let mut norm = vec![0.0; count];
+    let mut size = vec![0usize; count];
+    for (i, &a) in agg.iter().enumerate() {
+        if a < ISOLATED {
+            norm[a as usize] += b[i] * b[i];
+            size[a as usize] += 1;
+        }
+    }
+    let flat: Vec<bool> = norm.iter().map(|&s| s == 0.0).collect();
+    for (a, s) in norm.iter_mut().enumerate() {
+        *s = if flat[a] {
+            (size[a] as f64).sqrt()
+        } else {
+            s.sqrt()
+        };
+    }
+    let mut t = TriMat::new((agg.len(), count));
+    for (i, &a) in agg.iter().enumerate() {
+        if a < ISOLATED {
+            let a = a as usize;
+            let v = if flat[a] { 1.0 } else { b[i] };
+            t.add_triplet(i, a, v / norm[a]);
+        }
+    }
+    (t.to_csr(), norm)
+}
+
+/// P = (I - w D^-1 A) P0: Jacobi's smoothing of the tentative prolongation.
+fn smooth(a: &CsMat<f64>, dinv: &[f64], p0: &CsMat<f64>, w: f64) -> CsMat<f64> {
+    let mut ap: CsMat<f64> = (a * p0).to_csr();
+    let starts = ap.indptr().to_proper().to_vec();
+    let data = ap.data_mut();
+    for (i, s) in starts.windows(2).enumerate() {
+        data[s[0]..s[1]].iter_mut().for_each(|v| *v *= -w * dinv[i]);
+    }
+    (&ap + p0).to_csr()
+}
+
+/// An upper estimate of the spectral radius of D^-1 A: Lanczos on D^-1/2 S D^-1/2, S the
+/// symmetric part of A's entries that have a transposed partner (A itself when symmetric;
+/// a Dirichlet row kept with its column gives the same spectrum as eliminating it), the
+/// largest Ritz value, 5% up. PyAMG's approximate spectral radius takes the same from a few
+/// Lanczos steps.
+fn spectral_radius(a: &CsMat<f64>, dinv: &[f64]) -> f64 {
+    let n = a.rows();
+    let at: CsMat<f64> = a.transpose_view().to_csr();
+    let mut t = TriMat::new((n, n));
+    for (i, row) in a.outer_iterator().enumerate() {
+        let back = at.outer_view(i).unwrap();
+        for (j, &v) in row.iter() {
+            if let Some(&w) = back.get(j).filter(|&&w| w != 0.0 && v != 0.0) {
+                t.add_triplet(i, j, 0.5 * (v + w));
+            }
+        }
+    }
+    let a: CsMat<f64> = t.to_csr();
+    let s: Vec<f64> = dinv.iter().map(|d| d.abs().sqrt()).collect();
+    let apply = |v: &[f64], out: &mut [f64]| {
+        for (i, row) in a.outer_iterator().enumerate() {
+            out[i] = s[i] * row.iter().map(|(j, &x)| x * s[j] * v[j]).sum::<f64>();
+        }
+    };
+    // A fixed start that is not special: deterministic setups on every run and rank.
+    let mut v: Vec<f64> = (0..n)
+        .map(|i| 1.0 + ((i * 7919) % 101) as f64 / 101.0)
+        .collect();
+    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let nv = norm(&v);
+    v.iter_mut().for_each(|x| *x /= nv);
+    let (mut alpha, mut beta) = (Vec::new(), Vec::new());
+    let mut prev = vec![0.0; n];
+    let mut w = vec![0.0; n];
+    for k in 0..20.min(n) {
+        apply(&v, &mut w);
+        let a_k: f64 = w.iter().zip(&v).map(|(x, y)| x * y).sum();
+        let b_prev = if k > 0 { beta[k - 1] } else { 0.0 };
+        for i in 0..n {
+            w[i] -= a_k * v[i] + b_prev * prev[i];
+        }
+        alpha.push(a_k);
+        let b_k = norm(&w);
+        if b_k < 1e-12 * a_k.abs().max(1e-300) {
+            break;
+        }
+        beta.push(b_k);
+        prev.copy_from_slice(&v);
+        v.iter_mut().zip(&w).for_each(|(x, y)| *x = y / b_k);
+    }
+    1.05 * largest_eigenvalue(&alpha, &beta)
+}
+
+/// The largest eigenvalue of the symmetric tridiagonal matrix with diagonal `a` and
+/// off-diagonal `b`, by bisection on Sturm counts.
+fn largest_eigenvalue(a: &[f64], b: &[f64]) -> f64 {
+    let m = a.len();
+    let bound = (0..m)
+        .map(|i| {
+            let l = if i > 0 { b[i - 1].abs() } else { 0.0 };
+            let r = if i + 1 < m && i < b.len() {
+                b[i].abs()
+            } else {
+                0.0
+            };
+            a[i].abs() + l + r
+        })
+        .fold(0.0f64, f64::max);
+    // Eigenvalues below x.
+    let below = |x: f64| {
+        let mut count = 0;
+        let mut q = 1.0;
+        for i in 0..m {
+            let off = if i > 0 { b[i - 1] * b[i - 1] } else { 0.0 };
+            q = a[i] - x - if i > 0 { off / q } else { 0.0 };
+            if q == 0.0 {
+                q = 1e-300;
+            }
+            if q < 0.0 {
+                count += 1;
+            }
+        }
+        count
+    };
+    let (mut lo, mut hi) = (-bound, bound);
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        if below(mid) >= m {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
+}
+
+/// The coarsest operator's inverse, dense and row-major: Gauss-Jordan with partial
+/// pivoting; a singular symmetric operator (a pure Neumann problem's) gets its
+/// pseudo-inverse from Jacobi's eigenvalue method.
+fn dense_inverse(a: &CsMat<f64>) -> Result<Vec<f64>, SetupError> {
+    let n = a.rows();
+    let mut m = vec![0.0; n * n];
+    for (i, row) in a.outer_iterator().enumerate() {
+        for (j, &v) in row.iter() {
+            m[i * n + j] += v;
+        }
+    }
+    let scale = m.iter().fold(0.0f64, |s, v| s.max(v.abs()));
+    if let Some(inv) = gauss_jordan(&m, n, 1e-12 * scale) {
+        return Ok(inv);
+    }
+    let symmetric =
+        (0..n).all(|i| (0..i).all(|j| (m[i * n + j] - m[j * n + i]).abs() <= 1e-12 * scale));
+    if !symmetric {
+        return Err(SetupError::SingularCoarse(n));
+    }
+    Ok(pseudo_inverse(m, n, scale))
+}
+
+/// The inverse of the n x n matrix `m`, or None when a pivot falls below `tiny`.
+fn gauss_jordan(m: &[f64], n: usize, tiny: f64) -> Option<Vec<f64>> {
+    let mut a = m.to_vec();
+    let mut inv = vec![0.0; n * n];
+    for i in 0..n {
+        inv[i * n + i] = 1.0;
+    }
+    for c in 0..n {
+        let p = (c..n).max_by(|&x, &y| a[x * n + c].abs().total_cmp(&a[y * n + c].abs()))?;
+        if a[p * n + c].abs() <= tiny {
+            return None;
+        }
+        for k in 0..n {
+            a.swap(c * n + k, p * n + k);
+            inv.swap(c * n + k, p * n + k);
+        }
+        let d = 1.0 / a[c * n + c];
+        for k in 0..n {
+            a[c * n + k] *= d;
+            inv[c * n + k] *= d;
+        }
+        for r in 0..n {
+            let f = a[r * n + c];
+            if r != c && f != 0.0 {
+                for k in 0..n {
+                    a[r * n + k] -= f * a[c * n + k];
+                    inv[r * n + k] -= f * inv[c * n + k];
+                }
+            }
+        }
+    }
+    Some(inv)
+}
+
+/// The pseudo-inverse of the symmetric n x n matrix `m`: its eigenvectors by cyclic Jacobi
+/// rotations, the eigenvalues below 1e-10 of the largest dropped.
+fn pseudo_inverse(mut m: Vec<f64>, n: usize, scale: f64) -> Vec<f64> {
+    let mut v = vec![0.0; n * n];
+    for i in 0..n {
+        v[i * n + i] = 1.0;
+    }
+    for _ in 0..100 {
+        let off: f64 = (0..n)
+            .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+            .map(|(i, j)| m[i * n + j] * m[i * n + j])
+            .sum();
+        if off.sqrt() <= 1e-15 * scale * n as f64 {
+            break;
+        }
+        for p in 0..n {
+            for q in p + 1..n {
+                let apq = m[p * n + q];
+                if apq == 0.0 {
+                    continue;
+                }
+                let theta = (m[q * n + q] - m[p * n + p]) / (2.0 * apq);
+                let t = theta.signum() / (theta.abs() + (theta * theta + 1.0).sqrt());
+                let t = if theta == 0.0 { 1.0 } else { t };
+                let c = 1.0 / (t * t + 1.0).sqrt();
+                let s = t * c;
+                for k in 0..n {
+                    let (mkp, mkq) = (m[k * n + p], m[k * n + q]);
+                    m[k * n + p] = c * mkp - s * mkq;
+                    m[k * n + q] = s * mkp + c * mkq;
+                }
+                for k in 0..n {
+                    let (mpk, mqk) = (m[p * n + k], m[q * n + k]);
+                    m[p * n + k] = c * mpk - s * mqk;
+                    m[q * n + k] = s * mpk + c * mqk;
+                }
+                for k in 0..n {
+                    let (vkp, vkq) = (v[k * n + p], v[k * n + q]);
+                    v[k * n + p] = c * vkp - s * vkq;
+                    v[k * n + q] = s * vkp + c * vkq;
+                }
+            }
+        }
+    }
+    let top = (0..n).fold(0.0f64, |t, i| t.max(m[i * n + i].abs()));
+    let mut inv = vec![0.0; n * n];
+    for k in 0..n {
+        let l = m[k * n + k];
+        if l.abs() > 1e-10 * top {
+            for i in 0..n {
+                let f = v[i * n + k] / l;
+                for j in 0..n {
+                    inv[i * n + j] += f * v[j * n + k];
+                }
+            }
+        }
+    }
+    inv
+}

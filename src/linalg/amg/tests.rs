@@ -1,0 +1,122 @@
+//! The device's V-cycle against a plain-Rust model of the same cycle on the same hierarchy.
+
+use super::setup::{Hierarchy, Level, Params};
+use super::*;
+use sprs::TriMat;
+
+fn spmv(a: &CsMat<f64>, x: &[f64]) -> Vec<f64> {
+    a.outer_iterator()
+        .map(|row| row.iter().map(|(j, &v)| v * x[j]).sum())
+        .collect()
+}
+
+/// Chebyshev on [lower rho, rho] from x (zero when `zero`), as the device runs it.
+fn chebyshev(l: &Level, o: &AmgOptions, b: &[f64], x: &mut [f64], zero: bool) {
+    let (hi, lo) = (l.rho, o.lower * l.rho);
+    let (theta, delta) = (0.5 * (hi + lo), 0.5 * (hi - lo));
+    let sigma = theta / delta;
+    let mut rho = 1.0 / sigma;
+    let res = |x: &[f64]| -> Vec<f64> {
+        let q = spmv(&l.a, x);
+        b.iter().zip(&q).map(|(b, q)| b - q).collect()
+    };
+    let r = if zero { b.to_vec() } else { res(x) };
+    let mut d: Vec<f64> = r
+        .iter()
+        .zip(&l.dinv)
+        .map(|(r, di)| di * r / theta)
+        .collect();
+    for i in 0..x.len() {
+        x[i] = if zero { d[i] } else { x[i] + d[i] };
+    }
+    for _ in 1..o.degree {
+        let next = 1.0 / (2.0 * sigma - rho);
+        let r = res(x);
+        for i in 0..x.len() {
+            d[i] = next * rho * d[i] + 2.0 * next / delta * l.dinv[i] * r[i];
+            x[i] += d[i];
+        }
+        rho = next;
+    }
+}
+
+fn vcycle(h: &Hierarchy, o: &AmgOptions, k: usize, b: &[f64]) -> Vec<f64> {
+    let Some(l) = h.levels.get(k) else {
+        let n = b.len();
+        return (0..n)
+            .map(|i| (0..n).map(|j| h.inverse[i * n + j] * b[j]).sum())
+            .collect();
+    };
+    let mut x = vec![0.0; b.len()];
+    chebyshev(l, o, b, &mut x, true);
+    let q = spmv(&l.a, &x);
+    let r: Vec<f64> = b.iter().zip(&q).map(|(b, q)| b - q).collect();
+    let xc = vcycle(h, o, k + 1, &spmv(&l.r, &r));
+    for (x, p) in x.iter_mut().zip(spmv(&l.p, &xc)) {
+        *x += p;
+    }
+    chebyshev(l, o, b, &mut x, false);
+    x
+}
+
+/// The 5-point Laplacian of an n x n grid, its boundary rows zeroed but for a 1 on the
+/// diagonal (their columns kept, as `Mat::zero_rows` leaves them).
+fn laplacian(n: usize) -> CsMat<f64> {
+    let mut t = TriMat::new((n * n, n * n));
+    for i in 0..n {
+        for j in 0..n {
+            let r = i * n + j;
+            if i == 0 || j == 0 || i == n - 1 || j == n - 1 {
+                t.add_triplet(r, r, 1.0);
+                continue;
+            }
+            t.add_triplet(r, r, 4.0);
+            for c in [r - 1, r + 1, r - n, r + n] {
+                t.add_triplet(r, c, -1.0);
+            }
+        }
+    }
+    t.to_csr()
+}
+
+#[test]
+fn the_device_cycle_is_the_model_cycle() {
+    let ctx = Context::new().unwrap();
+    if !ctx.gpu().f64() {
+        return;
+    }
+    let a = laplacian(24);
+    let set = Set::new("grid", a.rows());
+    let mat = upload::<f64>(&ctx, "A", &set, &set, &a).unwrap();
+    for levels in [2, 3] {
+        let o = AmgOptions {
+            max_coarse: 20,
+            max_levels: levels,
+            degree: 3,
+            ..AmgOptions::default()
+        };
+        let amg = Amg::new(&ctx, &mat, &o).unwrap();
+        assert_eq!(amg.report().levels.len(), levels, "{:?}", amg.report());
+        let params = Params {
+            max_coarse: 20,
+            max_levels: levels,
+            ..Params::default()
+        };
+        let h = Hierarchy::new(a.clone(), &params).unwrap();
+        let b: Vec<f64> = (0..a.rows())
+            .map(|i| ((i * 37) % 11) as f64 - 5.0)
+            .collect();
+        let want = vcycle(&h, &o, 0, &b);
+        let r = ctx.dat("r", &set, 1, &b).unwrap();
+        let z = ctx.dat_zeros::<f64>("z", &set, 1).unwrap();
+        amg.apply(&ctx, &r, &z).unwrap();
+        let got = z.data_ro().unwrap();
+        let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-12 * scale,
+                "{levels} levels, row {i}: {g} vs {w}"
+            );
+        }
+    }
+}
