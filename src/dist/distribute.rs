@@ -208,47 +208,49 @@ impl Distribution {
             decls.push((format!("Dat `{}`", d.name), h));
         }
         let what = "comparing the ranks' declarations";
-        let (lo, hi) = ctx.comm().min_max(decls.len() as u64, what)?;
-        let mine = |k: usize| decls.get(k).map_or(0, |d| d.1);
-        let first = if lo != hi {
-            None
+        // Rank 0's count, then its hashes.
+        let mut count = [decls.len() as u32];
+        ctx.comm().broadcast(&mut count, what);
+        let root_len = count[0] as usize;
+        let me = ctx.rank() as u64;
+        let lowest = |here: bool| ctx.comm().min_max(if here { me } else { u64::MAX }, what);
+        let (mut rank, _) = lowest(decls.len() != root_len)?;
+        let which = if rank != u64::MAX {
+            format!(
+                "rank {rank} declared a different number of sets, maps and Dats than rank 0 \
+                 ({root_len})"
+            )
         } else {
-            let mut root: Vec<u32> = (0..decls.len())
-                .flat_map(|k| [mine(k) as u32, (mine(k) >> 32) as u32])
-                .collect();
+            let mut root: Vec<u32> = match ctx.rank() {
+                0 => decls
+                    .iter()
+                    .flat_map(|d| [d.1 as u32, (d.1 >> 32) as u32])
+                    .collect(),
+                _ => vec![0; 2 * root_len],
+            };
             ctx.comm().broadcast(&mut root, what);
             let theirs = |k: usize| u64::from(root[2 * k]) | (u64::from(root[2 * k + 1]) << 32);
-            let differs = (0..decls.len()).find(|&k| mine(k) != theirs(k));
+            // This rank's first declaration unlike rank 0's.
+            let differs = (0..root_len).find(|&k| decls[k].1 != theirs(k));
             let (k, _) = ctx
                 .comm()
                 .min_max(differs.map_or(u64::MAX, |k| k as u64), what)?;
             if k == u64::MAX {
                 return Ok(());
             }
-            Some((k as usize, mine(k as usize) != theirs(k as usize)))
+            let k = k as usize;
+            let (r, _) = lowest(differs == Some(k))?;
+            rank = r;
+            format!(
+                "{} on rank {rank} differs from rank 0's (its size, shape or values)",
+                decls[k].0
+            )
         };
-        // The lowest rank where it differs (from rank 0's, or in the count).
-        let here = match first {
-            None => lo != decls.len() as u64 || hi != decls.len() as u64,
-            Some((_, differs)) => differs,
-        };
-        let me = ctx.rank() as u64;
-        let (rank, _) = ctx.comm().min_max(if here { me } else { u64::MAX }, what)?;
-        let rank = rank.min(ctx.ranks() as u64 - 1) as usize;
-        let message = match first {
-            None => format!(
-                "distributing the mesh: the ranks declared different numbers of sets, maps and \
-                 Dats ({lo} to {hi}; rank {rank} differs from rank 0): every rank must declare \
-                 the same global mesh with the same values (read or generate it the same way on \
-                 each)"
-            ),
-            Some((k, _)) => format!(
-                "distributing the mesh: {} on rank {rank} differs from rank 0's (its size, \
-                 shape or values): every rank must declare the same global mesh with the same \
-                 values (read or generate it the same way on each)",
-                decls.get(k).map_or("a declaration", |d| d.0.as_str())
-            ),
-        };
+        let rank = rank as usize;
+        let message = format!(
+            "distributing the mesh: {which}: every rank must declare the same global mesh with \
+             the same values (read or generate it the same way on each)"
+        );
         Err(if ctx.rank() == rank {
             Error::Data(message)
         } else {

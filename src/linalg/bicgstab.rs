@@ -62,8 +62,8 @@ fn pl_bicg_residual_{t}_{d}({}) {{
 
 /// Solves A x = b by BiCGStab from the `x` given (A nonsingular, not necessarily symmetric),
 /// right-preconditioned by `pc` when given (the diagonal: Jacobi; an [`super::Amg`]). Stops,
-/// reports and fails as [`super::cg`] does. When r^.r is exactly 0 at a check while the residual is not (r^ has
-/// become orthogonal to r), the recurrence restarts with r^ = r (`SolveReport::restarts`); a
+/// reports and fails as [`super::cg`] does. When r^.r is exactly 0 at a check while the
+/// residual is not (r^ has become orthogonal to r), the recurrence restarts with r^ = r (`SolveReport::restarts`); a
 /// breakdown (r^.v or t.s zero with the residual not) is an error naming the iterations
 /// between which it happened. Breakdowns are seen as values that are not finite, which WGSL
 /// produces on IEEE hardware (Vulkan, DX12) but does not promise everywhere. After an error x

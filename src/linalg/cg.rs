@@ -37,8 +37,9 @@ fn pl_cg_direction_{t}_{d}(rz: ptr<function, array<{t}, 1>>, old: ptr<function, 
 /// Jacobi; an [`super::Amg`]; any symmetric positive definite [`super::Preconditioner`]).
 /// Stopping below `rtol` returns the report; reaching `max_iterations`, a residual that is
 /// not finite (breakdown: A is not positive definite, or a zero on the diagonal) or grows
-/// 1e10-fold (divergence) are errors that say which and between which iterations; so are wrong inputs and options. Native: it blocks on the residual checks;
-/// [`cg_async`] is the same without blocking (the browser's).
+/// 1e10-fold (divergence) are errors that say which and between which iterations; so are
+/// wrong inputs and options. Native: it blocks on the residual checks; [`cg_async`] is the
+/// same without blocking (the browser's).
 #[cfg(not(target_arch = "wasm32"))]
 pub fn cg<T: Real>(
     ctx: &Context,

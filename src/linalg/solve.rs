@@ -96,7 +96,7 @@ pub(super) fn residual_kernel(t: crate::DType, d: usize) -> Kernel {
 }
 
 impl<'a, T: Real> Frame<'a, T> {
-    /// Checks the inputs (`more`: the other vectors given, on b's set) and the options, and
+    /// Checks the inputs (`pc`'s vectors on b's set among them) and the options, and
     /// takes ||b|| on the host in f64 (a sum of squares in f32 underflows below 1e-19 and
     /// overflows above 1e19). `Err(report)` in the Ok: b = 0, so x = 0 and the solve is done.
     pub async fn new(

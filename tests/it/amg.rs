@@ -53,7 +53,7 @@ fn amg_cg_iterations_stay_flat_as_the_mesh_is_refined() {
 }
 
 #[test]
-fn amg_refuses_block_matrices_and_zero_diagonals() {
+fn amg_refuses_block_rectangular_and_zero_diagonal_matrices() {
     let ctx = common::ctx();
     let cells = Set::new("cells", 2);
     let nodes = Set::new("nodes", 3);
@@ -73,6 +73,12 @@ fn amg_refuses_block_matrices_and_zero_diagonals() {
             .contains("Mat `Z`: row 0 has no nonzero diagonal"),
         "{e}"
     );
+    // Rows on the cells, columns on the nodes.
+    let own = Map::new("own", &cells, &cells, 1, &[0, 1]).unwrap();
+    let s = Rc::new(Sparsity::new(&ctx, "R", &cells, &nodes, &[(&own, &cn)]).unwrap());
+    let rect = Mat::<f32>::new(&ctx, "R", &s).unwrap();
+    let e = Amg::new(&ctx, &rect, &AmgOptions::default()).err().unwrap();
+    assert!(e.to_string().contains("AMG needs a square matrix"), "{e}");
     let bad = AmgOptions {
         degree: 0,
         ..AmgOptions::default()

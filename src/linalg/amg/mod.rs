@@ -281,6 +281,14 @@ fn read<T: Real>(a: &Mat<T>) -> Result<CsMat<f64>> {
         )));
     }
     let rows = s.rows();
+    if rows.id() != s.cols().id() {
+        return Err(Error::Usage(format!(
+            "AMG of Mat `{name}`: rows `{}` and columns `{}` are different sets; AMG needs a \
+             square matrix on one set",
+            rows.name(),
+            s.cols().name()
+        )));
+    }
     if rows.halo().is_some() {
         return Err(Error::Usage(format!(
             "AMG of Mat `{name}`: its rows `{}` are distributed; AMG runs on one process \
