@@ -180,6 +180,7 @@ fn run<T: Real>(ctx: &Context, n: usize) -> System<T> {
         rtol: 1e-8,
         max_iterations: 20_000,
         check_every: 10,
+        ..SolveOptions::default()
     };
     let t = Instant::now();
     let rep = cg(ctx, &s.a, &s.b, &u, Some(&s.diag), &opts).unwrap();

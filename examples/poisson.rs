@@ -17,7 +17,9 @@
 
 use clap::Parser;
 use parloop::apps::poisson::assemble;
-use parloop::linalg::{Amg, AmgOptions, Dirichlet, Preconditioner, SolveOptions, SolveReport, cg};
+use parloop::linalg::{
+    Amg, AmgOptions, AmgReport, Dirichlet, Preconditioner, SolveOptions, SolveReport, cg,
+};
 use parloop::mesh::pvtu::{PartField, PartSeries};
 use parloop::mesh::topology::MeshData;
 use parloop::mesh::{CellType, Mesh, gmsh, unit_square};
@@ -34,6 +36,10 @@ struct Args {
     /// Squares per side of the unit square (2 n^2 triangles).
     #[arg(long, default_value_t = 128)]
     n: usize,
+    /// Move the unit square's interior vertices by up to this fraction of a square's side in
+    /// x and y (a mesh that is not uniform; 0.2 keeps every triangle well shaped).
+    #[arg(long, default_value_t = 0.0)]
+    jitter: f64,
     /// A Gmsh mesh (.msh) of triangles instead of the unit square.
     #[arg(long)]
     mesh: Option<PathBuf>,
@@ -46,6 +52,12 @@ struct Args {
     /// CG's preconditioner: jacobi, or amg (smoothed aggregation; one process).
     #[arg(long, value_enum, default_value_t = Pc::Jacobi)]
     pc: Pc,
+    /// Read CG's residual every this many iterations.
+    #[arg(long, default_value_t = 10)]
+    check_every: usize,
+    /// Write the system solved (A.mtx, b.txt) into this directory, for other solvers.
+    #[arg(long)]
+    export: Option<PathBuf>,
     /// Relative residual at which CG stops.
     #[arg(long, default_value_t = 1e-6)]
     rtol: f64,
@@ -61,6 +73,29 @@ pub enum Pc {
     Jacobi,
     /// Smoothed-aggregation algebraic multigrid (`linalg::Amg`).
     Amg,
+}
+
+/// `mesh` (the unit square of `n` squares per side) with its interior vertices moved by up to
+/// `jitter / n` in x and y, the same on every run and rank.
+pub fn jittered(mut mesh: Mesh, n: usize, jitter: f64) -> Mesh {
+    let h = 1.0 / n as f64;
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut unit = || {
+        // xorshift64: a fixed sequence, no dependency.
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    };
+    for c in &mut mesh.coords {
+        let interior = c[0] > 0.0 && c[0] < 1.0 && c[1] > 0.0 && c[1] < 1.0;
+        let (dx, dy) = (unit(), unit());
+        if interior {
+            c[0] += 2.0 * jitter * h * dx;
+            c[1] += 2.0 * jitter * h * dy;
+        }
+    }
+    mesh
 }
 
 /// The manufactured solution.
@@ -81,8 +116,8 @@ pub fn gradient(x: [f64; 3]) -> [f64; 2] {
 }
 
 /// What a solve gives: u and its error on the vertices, the mesh they live on, the CG report,
-/// the discrete L2 error, and what the solve cost per CG iteration: submissions, readbacks,
-/// uploads and dispatches.
+/// the discrete L2 error, what the solve cost per CG iteration: submissions, readbacks,
+/// uploads and dispatches; the system solved, the AMG setup's report and the solve's time.
 pub struct Solution<T: Real> {
     pub md: MeshData,
     pub u: Dat<T>,
@@ -90,6 +125,10 @@ pub struct Solution<T: Real> {
     pub report: SolveReport,
     pub l2_error: f64,
     pub per_iteration: [f64; 4],
+    pub a: parloop::linalg::Mat<T>,
+    pub b: Dat<T>,
+    pub amg: Option<AmgReport>,
+    pub solve_s: f64,
 }
 
 /// The boundary facets where u is given: the group `dirichlet` of them, or all of them.
@@ -157,12 +196,17 @@ pub fn solve_with<T: Real>(
     opts: &SolveOptions,
     pc: Pc,
 ) -> Result<Solution<T>> {
-    if mesh.cell_type != CellType::Triangle {
-        return Err(Error::Usage(format!(
+    // On N ranks every rank learns of one rank's wrong mesh (else the others would wait for
+    // it in MeshData::new).
+    let triangles = if mesh.cell_type == CellType::Triangle {
+        Ok(())
+    } else {
+        Err(Error::Usage(format!(
             "the Poisson example runs on triangles; this mesh has {} cells",
             mesh.cell_type.name()
-        )));
-    }
+        )))
+    };
+    ctx.agree(triangles, "checking the Poisson example's mesh")?;
     let md = MeshData::new(ctx, mesh)?;
     let on_dirichlet = dirichlet_facets(&md, dirichlet)?;
     let source = T::DTYPE.to_string();
@@ -216,19 +260,21 @@ pub fn solve_with<T: Real>(
     bc.apply(ctx, &a, &b, &u, &g)?;
     // The assembly and the set-up run here, not in the solve's count.
     let (diagonal, amg);
-    let pc: &dyn Preconditioner<T> = match pc {
+    let (pc, amg_report): (&dyn Preconditioner<T>, _) = match pc {
         Pc::Jacobi => {
             diagonal = a.diagonal(ctx)?;
             ctx.upload(&diagonal)?;
-            &diagonal
+            (&diagonal, None)
         }
         Pc::Amg => {
             amg = Amg::new(ctx, &a, &AmgOptions::default())?;
-            &amg
+            (&amg, Some(amg.report().clone()))
         }
     };
     let before = ctx.stats();
+    let t = std::time::Instant::now();
     let report = cg(ctx, &a, &b, &u, Some(pc), opts)?;
+    let solve_s = t.elapsed().as_secs_f64();
     let after = ctx.stats();
     let per = |a: u64, b: u64| (a - b) as f64 / report.iterations.max(1) as f64;
     let per_iteration = [
@@ -250,6 +296,10 @@ pub fn solve_with<T: Real>(
         report,
         l2_error,
         per_iteration,
+        a,
+        b,
+        amg: amg_report,
+        solve_s,
     })
 }
 
@@ -263,7 +313,7 @@ fn main() {
 fn run_main(a: Args) -> std::result::Result<(), Box<dyn std::error::Error>> {
     let mesh = match &a.mesh {
         Some(p) => gmsh::read_file(p)?,
-        None => unit_square(a.n),
+        None => jittered(unit_square(a.n), a.n, a.jitter),
     };
     // --profile adds the table; PARLOOP_PROFILE=table asks for it as well. Under mpirun the
     // Context is one rank of MPI's world, and MeshData gives each rank its part of the mesh.
@@ -297,6 +347,7 @@ fn run<T: Real>(
 ) -> std::result::Result<(), Box<dyn std::error::Error>> {
     let opts = SolveOptions {
         rtol: a.rtol,
+        check_every: a.check_every,
         ..SolveOptions::default()
     };
     let t = std::time::Instant::now();
@@ -327,6 +378,29 @@ fn run<T: Real>(
          dispatches (the residual is read every {} iterations)",
         opts.check_every
     );
+    if let Some(r) = &s.amg {
+        println!(
+            "AMG: {} levels {:?} (unknowns, nonzeros), operator complexity {:.3}; setup {:.2} s \
+             (read back {:.2}, host {:.2}, upload {:.2}); CG solve {:.2} s",
+            r.levels.len(),
+            r.levels,
+            r.operator_complexity,
+            r.read_s + r.setup_s + r.upload_s,
+            r.read_s,
+            r.setup_s,
+            r.upload_s,
+            s.solve_s
+        );
+    } else {
+        println!("CG solve {:.2} s", s.solve_s);
+    }
+    if let Some(dir) = &a.export {
+        std::fs::create_dir_all(dir)?;
+        s.a.write_matrix_market(dir.join("A.mtx"))?;
+        let b: Vec<String> = s.b.data_ro()?.iter().map(|v| format!("{v:?}")).collect();
+        std::fs::write(dir.join("b.txt"), b.join("\n"))?;
+        println!("the system: {}", dir.join("A.mtx").display());
+    }
     println!("ParaView: {}", frames.pvd_path().display());
     Ok(())
 }

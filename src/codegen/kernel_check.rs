@@ -30,10 +30,30 @@ impl Kernel {
         if let Some(r) = self.0.checked.borrow().get(&key) {
             return r.clone();
         }
-        let r = check_source(&self.0.name, src, &used, args, caps);
+        // A kernel made again from the same source (the library's own, made per call) is
+        // checked once per thread: naga's parse and validation cost more than the loop's
+        // recording.
+        let shared = (self.0.name.clone(), src.to_string(), key.clone());
+        let known = CHECKED.with(|c| c.borrow().get(&shared).cloned());
+        let r = known.unwrap_or_else(|| check_source(&self.0.name, src, &used, args, caps));
+        CHECKED.with(|c| {
+            let mut c = c.borrow_mut();
+            // Programs that make a new source per loop would grow it without end.
+            if c.len() >= 4096 {
+                c.clear();
+            }
+            c.insert(shared, r.clone());
+        });
         self.0.checked.borrow_mut().insert(key, r.clone());
         r
     }
+}
+
+type Checked = std::collections::HashMap<(String, String, String), Result<(), KernelProblem>>;
+
+thread_local! {
+    /// Checks by (kernel name, source, signature), for kernels made again from one source.
+    static CHECKED: std::cell::RefCell<Checked> = std::cell::RefCell::new(Checked::new());
 }
 
 fn check_source(

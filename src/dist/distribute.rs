@@ -242,7 +242,7 @@ impl Distribution {
             let (r, _) = lowest(differs == Some(k))?;
             rank = r;
             format!(
-                "{} on rank {rank} differs from rank 0's (its size, shape or values)",
+                "{} on rank {rank} differs from rank 0's (its name, size, shape or values)",
                 decls[k].0
             )
         };

@@ -184,5 +184,5 @@ pub async fn bicgstab_async<T: Real>(
             f.report.restarts += 1;
         }
     }
-    Err(f.limit())
+    f.limit(a, &r, &tv).await
 }

@@ -97,5 +97,5 @@ pub async fn cg_async<T: Real>(
             return f.finish(a, &r, &q).await;
         }
     }
-    Err(f.limit())
+    f.limit(a, &r, &q).await
 }

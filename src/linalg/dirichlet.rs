@@ -229,6 +229,7 @@ impl<T: Real> Dirichlet<T> {
 
     /// Zeros the constrained rows and columns of `a`, 1 on their diagonal.
     fn zero_rows_columns(&self, ctx: &Context, a: &Mat<T>) -> Result<()> {
+        a.changed();
         let s = &a.sparsity;
         let (t, w, b) = (T::DTYPE, s.width, a.block());
         let bb = b * b;

@@ -23,6 +23,9 @@ pub struct Mat<T: Real> {
     owned: Option<Rc<Dat<u32>>>,
     /// A Dirichlet condition zeroed columns since the last assembly (`inc`) or `zero`.
     pub(super) constrained: std::cell::Cell<bool>,
+    /// Counts the changes made through the Mat's methods (assembly, zero, zero_rows, a
+    /// Dirichlet condition), for a preconditioner built from its values to see it is stale.
+    pub(super) generation: std::cell::Cell<u64>,
 }
 
 impl<T: Real> Mat<T> {
@@ -69,6 +72,7 @@ impl<T: Real> Mat<T> {
             count: Rc::new(count),
             owned: owned.map(Rc::new),
             constrained: std::cell::Cell::new(false),
+            generation: std::cell::Cell::new(0),
         })
     }
 
@@ -85,7 +89,13 @@ impl<T: Real> Mat<T> {
             count: self.count.clone(),
             owned: self.owned.clone(),
             constrained: std::cell::Cell::new(false),
+            generation: std::cell::Cell::new(0),
         })
+    }
+
+    /// Records a change of the values (see `generation`).
+    pub(super) fn changed(&self) {
+        self.generation.set(self.generation.get() + 1);
     }
 
     /// The sparsity.
@@ -106,6 +116,7 @@ impl<T: Real> Mat<T> {
     /// A pair the sparsity was not built from is an error naming it.
     pub fn inc(&self, rows: &Map, cols: &Map) -> Result<Arg> {
         self.constrained.set(false);
+        self.changed();
         let s = &self.sparsity;
         let (_, _, m) = s
             .pairs
@@ -128,6 +139,7 @@ impl<T: Real> Mat<T> {
     #[track_caller]
     pub fn zero(&self, ctx: &Context) -> Result<()> {
         self.constrained.set(false);
+        self.changed();
         ctx.zero(&self.values)
     }
 
@@ -143,6 +155,7 @@ impl<T: Real> Mat<T> {
     /// the system symmetric.
     #[track_caller]
     pub fn zero_rows(&self, ctx: &Context, rows: &[u32], diagonal: T) -> Result<()> {
+        self.changed();
         let s = &self.sparsity;
         let (owned, total) = (s.rows.size(), s.rows.total());
         let mut flags = vec![0u32; total];

@@ -35,11 +35,14 @@ pub struct SolveOptions {
     /// PETSc's KSP tests by default; in f32 it can fall below the true residual b - A x,
     /// which the report gives at the end).
     pub rtol: f64,
-    /// The most iterations; more is an error.
+    /// The most iterations; reaching them is an error, unless `allow_unconverged`.
     pub max_iterations: usize,
     /// Read the residual norm every this many iterations (each read is a readback; the
     /// iterations between run as one lazy batch).
     pub check_every: usize,
+    /// Reaching `max_iterations` returns the report (`converged` false, the iterate left in
+    /// x) instead of an error: an inexact Newton step's capped solve.
+    pub allow_unconverged: bool,
 }
 
 impl Default for SolveOptions {
@@ -48,14 +51,20 @@ impl Default for SolveOptions {
             rtol: 1e-6,
             max_iterations: 10_000,
             check_every: 10,
+            allow_unconverged: false,
         }
     }
 }
 
-/// What a converged solve did.
+/// What a solve did.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SolveReport {
-    /// Iterations run.
+    /// Whether the updated residual fell below rtol (false only for a solve that reached
+    /// `max_iterations` under `SolveOptions::allow_unconverged`).
+    pub converged: bool,
+    /// Iterations run: up to the check that saw the residual below rtol (a multiple of
+    /// `check_every`, the iterations between checks running as one batch), or
+    /// `max_iterations`.
     pub iterations: usize,
     /// (iteration, ||r|| / ||b||) at each check of the updated residual, the first at
     /// iteration 0.
@@ -180,6 +189,7 @@ impl<'a, T: Real> Frame<'a, T> {
             // A x = 0 has the one solution x = 0 when A is nonsingular.
             ctx.zero(x)?;
             return Ok(Err(SolveReport {
+                converged: true,
                 iterations: 0,
                 residuals: vec![(0, 0.0)],
                 true_residual: 0.0,
@@ -208,6 +218,7 @@ impl<'a, T: Real> Frame<'a, T> {
             first: f64::NAN,
             preconditioned: pc.is_some(),
             report: SolveReport {
+                converged: false,
                 iterations: 0,
                 residuals: Vec::new(),
                 true_residual: f64::NAN,
@@ -253,7 +264,8 @@ impl<'a, T: Real> Frame<'a, T> {
         self.first = first;
         self.report.residuals.push((0, first));
         self.report.true_residual = first;
-        Ok(first <= self.opts.rtol)
+        self.report.converged = first <= self.opts.rtol;
+        Ok(self.report.converged)
     }
 
     /// Whether iteration `it` is a check.
@@ -301,20 +313,38 @@ impl<'a, T: Real> Frame<'a, T> {
         Ok(res <= self.opts.rtol)
     }
 
-    /// The report, with ||b - A x|| / ||b|| computed afresh (into `r`, `q` a scratch).
+    /// The report of a converged solve, with ||b - A x|| / ||b|| computed afresh (into `r`,
+    /// `q` a scratch).
     pub async fn finish(
         mut self,
         a: &dyn Operator<T>,
         r: &Dat<T>,
         q: &Dat<T>,
     ) -> Result<SolveReport> {
+        self.report.converged = true;
+        self.residual(a, r, q)?;
+        self.report.true_residual = self.relative(r).await?;
+        Ok(self.report)
+    }
+
+    /// At the iteration limit: the report marked not converged (with its true residual)
+    /// under `allow_unconverged`, else the error.
+    pub async fn limit(
+        mut self,
+        a: &dyn Operator<T>,
+        r: &Dat<T>,
+        q: &Dat<T>,
+    ) -> Result<SolveReport> {
+        if !self.opts.allow_unconverged {
+            return Err(self.limit_error());
+        }
         self.residual(a, r, q)?;
         self.report.true_residual = self.relative(r).await?;
         Ok(self.report)
     }
 
     /// The error for reaching the iteration limit.
-    pub fn limit(&self) -> Error {
+    fn limit_error(&self) -> Error {
         let res = self.report.residuals.last().map_or(f64::NAN, |l| l.1);
         Error::Solver {
             solver: self.solver,
@@ -323,7 +353,8 @@ impl<'a, T: Real> Frame<'a, T> {
             residual: res,
             message: format!(
                 "{} did not converge in {} iterations: the relative residual is {res:e}, above \
-                 rtol {:e}; raise max_iterations{}",
+                 rtol {:e}; raise max_iterations (or set allow_unconverged to take the \
+                 iterate){}",
                 self.solver,
                 self.opts.max_iterations,
                 self.opts.rtol,

@@ -50,10 +50,37 @@ impl MeshData {
     /// numbering (the sets' `global_ids` lead there).
     pub fn new(ctx: &Context, m: &Mesh) -> Result<MeshData> {
         let mut oriented = m.clone();
-        let turned = oriented.orient()?;
+        let prepared = (|| -> Result<_> {
+            let turned = oriented.orient()?;
+            let t = Topology::new(oriented.cell_type, &oriented.cells)?;
+            let l = lists(&oriented, &t)?;
+            Ok((turned, t, l))
+        })();
+        // On N ranks a mesh one rank cannot use is an error on every rank, and so are
+        // meshes whose coordinates differ (their sets and maps are compared when they are
+        // distributed).
+        let (turned, t, l) = if ctx.ranks() > 1 {
+            let (turned, t, l) = ctx.agree(prepared, "building MeshData (MeshData::new)")?;
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            for x in &oriented.coords {
+                x.map(f64::to_bits).hash(&mut h);
+            }
+            let what = "comparing the ranks' vertex coordinates";
+            let (lo, hi) = ctx.comm().min_max(h.finish(), what)?;
+            if lo != hi {
+                return Err(Error::Data(
+                    "MeshData::new: the ranks gave meshes with different vertex coordinates: \
+                     every rank must give the same mesh (read or generate it the same way on \
+                     each)"
+                        .into(),
+                ));
+            }
+            (turned, t, l)
+        } else {
+            prepared?
+        };
         let m = &oriented;
-        let t = Topology::new(m.cell_type, &m.cells)?;
-        let l = lists(m, &t)?;
         let counts = [
             m.ncells(),
             l.interior.len(),

@@ -5,9 +5,9 @@
 use crate::common;
 use crate::examples::poisson::{Pc, solve_with};
 
-use parloop::linalg::{Amg, AmgOptions, Mat, SolveOptions, Sparsity};
+use parloop::linalg::{Amg, AmgOptions, Mat, Preconditioner, SolveOptions, Sparsity, cg};
 use parloop::mesh::unit_square;
-use parloop::{Error, Map, Set};
+use parloop::{Error, Kernel, Map, Set};
 use std::rc::Rc;
 
 #[test]
@@ -85,4 +85,182 @@ fn amg_refuses_block_rectangular_and_zero_diagonal_matrices() {
     };
     let e = Amg::new(&ctx, &zero, &bad).err().unwrap();
     assert!(e.to_string().contains("degree"), "{e}");
+}
+
+/// The n x n grid graph: its edges and nodes, and a matrix on them.
+struct Grid {
+    edges: Set,
+    nodes: Set,
+    en: Map,
+    own: Map,
+    a: Mat<f32>,
+}
+
+impl Grid {
+    fn new(ctx: &parloop::Context, n: usize) -> Grid {
+        let nodes = Set::new("nodes", n * n);
+        let mut ends = Vec::new();
+        for i in 0..n {
+            for j in 0..n {
+                let v = (i * n + j) as u32;
+                if j + 1 < n {
+                    ends.extend([v, v + 1]);
+                }
+                if i + 1 < n {
+                    ends.extend([v, v + n as u32]);
+                }
+            }
+        }
+        let edges = Set::new("edges", ends.len() / 2);
+        let en = Map::new("en", &edges, &nodes, 2, &ends).unwrap();
+        let ids: Vec<u32> = (0..(n * n) as u32).collect();
+        let own = Map::new("own", &nodes, &nodes, 1, &ids).unwrap();
+        let pairs = [(&en, &en), (&own, &own)];
+        let s = Rc::new(Sparsity::new(ctx, "G", &nodes, &nodes, &pairs).unwrap());
+        let a = Mat::<f32>::new(ctx, "G", &s).unwrap();
+        Grid {
+            edges,
+            nodes,
+            en,
+            own,
+            a,
+        }
+    }
+
+    /// A = `weight` times the graph Laplacian plus `shift` on the diagonal, assembled (again)
+    /// on the device.
+    fn assemble(&self, ctx: &parloop::Context, weight: f32, shift: f32) {
+        self.a.zero(ctx).unwrap();
+        let c = ctx.global("weight and shift", &[weight, shift]).unwrap();
+        let edge = Kernel::new(
+            "edge",
+            "fn edge(c: ptr<function, array<f32, 2>>, m: ptr<function, array<f32, 4>>) {
+                (*m)[0] += (*c)[0]; (*m)[1] -= (*c)[0]; (*m)[2] -= (*c)[0]; (*m)[3] += (*c)[0];
+            }",
+        );
+        let args = [c.read(), self.a.inc(&self.en, &self.en).unwrap()];
+        ctx.par_loop(&edge, &self.edges, &args).unwrap();
+        let node = Kernel::new(
+            "node",
+            "fn node(c: ptr<function, array<f32, 2>>, m: ptr<function, array<f32, 1>>) {
+                (*m)[0] += (*c)[1];
+            }",
+        );
+        let args = [c.read(), self.a.inc(&self.own, &self.own).unwrap()];
+        ctx.par_loop(&node, &self.nodes, &args).unwrap();
+    }
+
+    fn with(ctx: &parloop::Context, n: usize, weight: f32, shift: f32) -> Grid {
+        let g = Grid::new(ctx, n);
+        g.assemble(ctx, weight, shift);
+        g
+    }
+}
+
+/// Solves a x = b by CG with `pc` (f32), from x = 0.
+fn cg_with(
+    ctx: &parloop::Context,
+    a: &Mat<f32>,
+    b: &[f32],
+    pc: &dyn Preconditioner<f32>,
+) -> parloop::Result<(Vec<f32>, parloop::linalg::SolveReport)> {
+    let set = a.sparsity().rows();
+    let b = ctx.dat("b", set, 1, b).unwrap();
+    let x = ctx.dat_zeros::<f32>("x", set, 1).unwrap();
+    let opts = SolveOptions {
+        rtol: 1e-5,
+        max_iterations: 500,
+        check_every: 1,
+        ..SolveOptions::default()
+    };
+    let report = cg(ctx, a, &b, &x, Some(pc), &opts)?;
+    Ok((x.data_ro().unwrap().to_vec(), report))
+}
+
+fn close(x: &[f32], y: &[f32], tol: f32) -> bool {
+    let scale = y.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    x.iter().zip(y).all(|(a, b)| (a - b).abs() <= tol * scale)
+}
+
+/// A negative definite matrix (negative diagonal) is preconditioned as its negation is;
+/// a singular (Neumann) one coarsened to a single unknown still converges in f32; the
+/// hierarchy of a re-assembled matrix must be updated (an error otherwise); an indefinite
+/// or a diagonal matrix is refused with what to use instead.
+#[test]
+fn amg_on_negative_singular_stale_indefinite_and_diagonal_matrices() {
+    let ctx = common::ctx();
+    let n = 24;
+    let b: Vec<f32> = (0..n * n).map(|i| ((i * 37) % 11) as f32 - 5.0).collect();
+    // Negative definite: the solution of -A x = -b is A's.
+    let pos = Grid::with(&ctx, n, 1.0, 0.01);
+    let neg = Grid::with(&ctx, n, -1.0, -0.01);
+    let amg = Amg::new(&ctx, &pos.a, &AmgOptions::default()).unwrap();
+    let (x_pos, r_pos) = cg_with(&ctx, &pos.a, &b, &amg).unwrap();
+    let diag = neg.a.diagonal(&ctx).unwrap();
+    let nb: Vec<f32> = b.iter().map(|v| -v).collect();
+    let (x_jacobi, _) = cg_with(&ctx, &neg.a, &nb, &diag).unwrap();
+    let amg_neg = Amg::new(&ctx, &neg.a, &AmgOptions::default()).unwrap();
+    let (x_neg, r_neg) = cg_with(&ctx, &neg.a, &nb, &amg_neg).unwrap();
+    assert!(close(&x_neg, &x_jacobi, 1e-3), "{r_neg:?}");
+    assert!(close(&x_pos, &x_jacobi, 1e-3), "{r_pos:?}");
+    assert!(
+        r_neg.iterations <= r_pos.iterations + 1,
+        "{r_neg:?} {r_pos:?}"
+    );
+    // Singular: the grid graph's Laplacian, b of zero sum, coarsened down to one unknown.
+    let lap = Grid::with(&ctx, 40, 1.0, 0.0);
+    let bs: Vec<f32> = (0..1600).map(|i| ((i * 37) % 11) as f32 - 5.0).collect();
+    let mean = bs.iter().sum::<f32>() / bs.len() as f32;
+    let bs: Vec<f32> = bs.iter().map(|v| v - mean).collect();
+    let one = AmgOptions {
+        max_coarse: 1,
+        ..AmgOptions::default()
+    };
+    let amg_lap = Amg::new(&ctx, &lap.a, &one).unwrap();
+    let levels = &amg_lap.report().levels;
+    assert_eq!(levels.last().unwrap().0, 1, "{levels:?}");
+    let (x, report) = cg_with(&ctx, &lap.a, &bs, &amg_lap).unwrap();
+    assert!(report.converged && report.iterations <= 20, "{report:?}");
+    assert!(x.iter().all(|v| v.is_finite()));
+    // Stale: re-assembled 1000 times larger; then updated, the solution is A's / 1000.
+    let g = Grid::with(&ctx, n, 1.0, 0.01);
+    let mut amg = Amg::new(&ctx, &g.a, &AmgOptions::default()).unwrap();
+    g.assemble(&ctx, 1000.0, 10.0);
+    let e = cg_with(&ctx, &g.a, &b, &amg).err().unwrap();
+    assert!(e.to_string().contains("call Amg::update"), "{e}");
+    amg.update(&ctx).unwrap();
+    let (x_big, r_big) = cg_with(&ctx, &g.a, &b, &amg).unwrap();
+    let scaled: Vec<f32> = x_big.iter().map(|v| 1000.0 * v).collect();
+    assert!(close(&scaled, &x_pos, 1e-3), "{r_big:?}");
+    // Indefinite: the Laplacian shifted by -1.5 (eigenvalues of both signs).
+    let ind = Grid::with(&ctx, n, 1.0, -1.5);
+    let e = Amg::new(&ctx, &ind.a, &AmgOptions::default())
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("eigenvalues of both signs"), "{e}");
+    // Diagonal: nothing to aggregate.
+    let d = Grid::with(&ctx, n, 0.0, 1.0);
+    let e = Amg::new(&ctx, &d.a, &AmgOptions::default()).err().unwrap();
+    assert!(
+        e.to_string().contains("does not apply to a diagonal"),
+        "{e}"
+    );
+    let big = AmgOptions {
+        max_coarse: 2000,
+        ..AmgOptions::default()
+    };
+    let e = Amg::new(&ctx, &d.a, &big).err().unwrap();
+    assert!(
+        e.to_string().contains("max_coarse must be at most 256"),
+        "{e}"
+    );
+    // One level of 1681 unknowns: refused before any dense inverse is tried.
+    let one = AmgOptions {
+        max_levels: 1,
+        ..AmgOptions::default()
+    };
+    let g = Grid::with(&ctx, 41, 1.0, 0.01);
+    let e = Amg::new(&ctx, &g.a, &one).err().unwrap().to_string();
+    assert!(e.contains("stopped at 1681 unknowns after 1 levels"), "{e}");
+    assert!(e.contains("raise max_levels"), "{e}");
 }

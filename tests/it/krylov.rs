@@ -249,7 +249,7 @@ fn the_identity_with_the_default_check() {
 }
 
 #[test]
-fn breakdown_and_limit_are_errors() {
+fn breakdown_and_limit_are_errors_and_a_capped_solve_reports() {
     let ctx = ctx();
     // The permutation [[0, 1], [1, 0]] with b = (1, 0): r^.v = 0 at the first step.
     let s = Set::new("s", 2);
@@ -301,5 +301,36 @@ fn breakdown_and_limit_are_errors() {
     assert!(
         e.contains("bicgstab did not converge in 3 iterations"),
         "{e}"
+    );
+    // Capped (an inexact Newton step's solve): the report, marked not converged, and the
+    // iterate in x, its true residual below the start's and above rtol.
+    let capped = SolveOptions {
+        allow_unconverged: true,
+        check_every: 1,
+        ..opts
+    };
+    let x = ctx.dat_zeros::<f32>("x capped", &p.vertices, 1).unwrap();
+    let report = bicgstab(&ctx, &p.a, &p.b, &x, None, &capped).unwrap();
+    assert!(!report.converged, "{report:?}");
+    assert_eq!(report.iterations, 3, "{report:?}");
+    assert_eq!(report.residuals.len(), 4, "{report:?}");
+    let last = report.residuals[3].1;
+    assert!(
+        last > capped.rtol && last < report.residuals[0].1,
+        "{report:?}"
+    );
+    // The true residual is that of x: b - A x recomputed here.
+    let xv = x.data_ro().unwrap().to_vec();
+    let mut ax = vec![0.0f64; xv.len()];
+    for (i, row) in p.dense.iter().enumerate() {
+        ax[i] = row.iter().zip(&xv).map(|(a, x)| a * f64::from(*x)).sum();
+    }
+    let norm = |v: &mut dyn Iterator<Item = f64>| v.map(|x| x * x).sum::<f64>().sqrt();
+    let want =
+        norm(&mut p.rhs.iter().zip(&ax).map(|(b, ax)| b - ax)) / norm(&mut p.rhs.iter().copied());
+    assert!(
+        (report.true_residual - want).abs() <= 1e-3 * want,
+        "{} against {want}",
+        report.true_residual
     );
 }

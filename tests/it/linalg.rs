@@ -235,6 +235,7 @@ fn cg_equals_a_plain_rust_cg() {
         rtol: 1e-6,
         max_iterations: 500,
         check_every: 5,
+        ..SolveOptions::default()
     };
     let report = cg(&ctx, &a, &b, &u, None, &opts).unwrap();
     // Plain Rust: the same matrix in f64 from the mesh, the same CG, to 1e-12.
@@ -401,6 +402,7 @@ fn errors_name_what_is_wrong() {
         max_iterations: 2,
         rtol: 1e-9,
         check_every: 1,
+        ..SolveOptions::default()
     };
     let e = cg(&ctx, &d, &b, &x, None, &opts).err().expect("limit");
     // What a Newton loop matches: not converged, after how many iterations, how far.

@@ -23,7 +23,7 @@ pub struct AmgOptions {
     /// a_ji too). 0 (PyAMG's default) takes every nonzero.
     pub theta: f64,
     /// Levels stop coarsening at this many unknowns; the coarsest is solved directly (a dense
-    /// inverse: at most 1024 unknowns).
+    /// inverse: at most 256).
     pub max_coarse: usize,
     /// The most levels, the finest included.
     pub max_levels: usize,
@@ -39,13 +39,17 @@ impl Default for AmgOptions {
     fn default() -> AmgOptions {
         AmgOptions {
             theta: 0.0,
-            max_coarse: 200,
+            max_coarse: 32,
             max_levels: 10,
             degree: 2,
             lower: 0.1,
         }
     }
 }
+
+/// The most unknowns of the coarsest level, inverted densely (its product is a row of that
+/// width per unknown).
+const MAX_COARSE: usize = 256;
 
 /// What the setup built and where its time went.
 #[derive(Clone, Debug, PartialEq)]
@@ -90,11 +94,16 @@ struct Coarse<T: Real> {
 }
 
 /// Smoothed-aggregation AMG for a scalar [`Mat`] (symmetric positive definite for CG; the
-/// cycle is symmetric, so it preconditions CG), as a [`Preconditioner`]: `Amg::new` reads the
-/// matrix back once and builds the hierarchy; [`Amg::update`] rebuilds it after the values
-/// change (a time step's or a Newton step's new matrix).
+/// cycle is symmetric, so it preconditions CG; definite, positive or negative, in any case),
+/// as a [`Preconditioner`]: `Amg::new` reads the matrix back once and builds the hierarchy;
+/// [`Amg::update`] rebuilds it after the values change (a time step's or a Newton step's new
+/// matrix). Applying it after the matrix changed through its methods (`inc`, `zero`,
+/// `zero_rows`, a `Dirichlet` condition) without `update` is an error; values written into
+/// `Mat::values` directly are not seen.
 pub struct Amg<'a, T: Real> {
     a: &'a Mat<T>,
+    /// The matrix's generation the hierarchy was built from.
+    generation: u64,
     options: AmgOptions,
     levels: Vec<Level<T>>,
     coarse: Coarse<T>,
@@ -110,6 +119,7 @@ impl<'a, T: Real> Amg<'a, T> {
         let (levels, coarse, report) = build(ctx, a, options)?;
         Ok(Amg {
             a,
+            generation: a.generation.get(),
             options: options.clone(),
             levels,
             coarse,
@@ -121,6 +131,7 @@ impl<'a, T: Real> Amg<'a, T> {
     pub fn update(&mut self, ctx: &Context) -> Result<()> {
         let (levels, coarse, report) = build(ctx, self.a, &self.options)?;
         (self.levels, self.coarse, self.report) = (levels, coarse, report);
+        self.generation = self.a.generation.get();
         Ok(())
     }
 
@@ -205,18 +216,31 @@ impl<'a, T: Real> Amg<'a, T> {
 
 impl<T: Real> Preconditioner<T> for Amg<'_, T> {
     fn apply(&self, ctx: &Context, r: &Dat<T>, z: &Dat<T>) -> Result<()> {
+        let name = self.a.values.name();
         let rows = self.a.sparsity().rows();
         for v in [r, z] {
             if v.set().id() != rows.id() || v.dim() != 1 {
                 return Err(Error::Usage(format!(
-                    "AMG of Mat `{}`: `{}` must be a Dat of dim 1 on `{}`; it has dim {} on `{}`",
-                    self.a.values.name(),
-                    v.name(),
+                    "AMG of Mat `{name}` preconditions Dats of dim 1 on `{}`, and was given \
+                     `{}` of dim {} on `{}`: build the Amg from the matrix of the system solved",
                     rows.name(),
+                    v.name(),
                     v.dim(),
                     v.set().name()
                 )));
             }
+        }
+        if r.inner.id == z.inner.id {
+            return Err(Error::Usage(format!(
+                "AMG of Mat `{name}`: r and z are the same Dat `{}`; z = M^-1 r needs them apart",
+                r.name()
+            )));
+        }
+        if self.a.generation.get() != self.generation {
+            return Err(Error::Usage(format!(
+                "AMG of Mat `{name}`: the matrix changed (assembled, zeroed or constrained) \
+                 since the hierarchy was built from it; call Amg::update after each change"
+            )));
         }
         self.cycle(ctx, 0, r, z)
     }
@@ -317,10 +341,26 @@ type Built<T> = (Vec<Level<T>>, Coarse<T>, AmgReport);
 /// Reads `a`, builds the hierarchy on the host, and creates its levels on the device.
 fn build<T: Real>(ctx: &Context, a: &Mat<T>, o: &AmgOptions) -> Result<Built<T>> {
     let name = a.values.name().to_string();
-    if !(o.degree >= 1 && o.max_levels >= 1 && o.lower > 0.0 && o.lower < 1.0 && o.theta >= 0.0) {
+    let wrong = [
+        (o.degree == 0, "degree must be at least 1"),
+        (o.max_levels == 0, "max_levels must be at least 1"),
+        (
+            !(o.lower > 0.0 && o.lower < 1.0),
+            "lower must lie in (0, 1)",
+        ),
+        (
+            !(o.theta >= 0.0 && o.theta <= 1.0),
+            "theta must lie in [0, 1]",
+        ),
+        (o.max_coarse == 0, "max_coarse must be at least 1"),
+        (
+            o.max_coarse > MAX_COARSE,
+            "max_coarse must be at most 256 (the coarsest level is inverted densely)",
+        ),
+    ];
+    if let Some((_, why)) = wrong.iter().find(|w| w.0) {
         return Err(Error::Usage(format!(
-            "AMG of Mat `{name}`: degree and max_levels must be at least 1, lower in (0, 1) \
-             and theta at least 0; got {o:?}"
+            "AMG of Mat `{name}`: {why}; got {o:?}"
         )));
     }
     let t0 = Instant::now();
@@ -331,6 +371,7 @@ fn build<T: Real>(ctx: &Context, a: &Mat<T>, o: &AmgOptions) -> Result<Built<T>>
         theta: o.theta,
         max_coarse: o.max_coarse,
         max_levels: o.max_levels,
+        max_dense: MAX_COARSE,
         ..Params::default()
     };
     let h = Hierarchy::new(host, &params).map_err(|e| {
@@ -345,21 +386,42 @@ fn build<T: Real>(ctx: &Context, a: &Mat<T>, o: &AmgOptions) -> Result<Built<T>>
             SetupError::NotSquare(r, c) => {
                 format!("AMG of Mat `{name}`: {r} rows and {c} columns; AMG needs a square matrix")
             }
+            SetupError::Indefinite(lo, hi) => format!(
+                "AMG of Mat `{name}`: D^-1 A has eigenvalues of both signs (about {lo:.3e} to \
+                 {hi:.3e}), which smoothing cannot damp: AMG needs a definite matrix (BiCGStab \
+                 with Jacobi for this one)"
+            ),
+            SetupError::CoarseTooLarge {
+                unknowns,
+                levels,
+                stalled,
+            } => {
+                let why = if stalled {
+                    format!(
+                        "too few of its unknowns are strongly connected both ways (a_ij and \
+                         a_ji nonzero) to aggregate: AMG does not apply to a diagonal or \
+                         one-sided matrix (precondition it by Jacobi){}",
+                        if o.theta > 0.0 {
+                            ", or lower theta"
+                        } else {
+                            ""
+                        }
+                    )
+                } else {
+                    "raise max_levels".to_string()
+                };
+                format!(
+                    "AMG of Mat `{name}`: coarsening stopped at {unknowns} unknowns after \
+                     {levels} levels, too many for the coarsest level's dense inverse (at most \
+                     {MAX_COARSE}): {why}"
+                )
+            }
             SetupError::SingularCoarse(n) => format!(
                 "AMG of Mat `{name}`: the coarsest level ({n} unknowns) is singular and not \
                  symmetric, so it has no inverse"
             ),
         })
     })?;
-    if h.coarse.rows() > 1024 {
-        return Err(Error::Usage(format!(
-            "AMG of Mat `{name}`: coarsening stopped at {} unknowns after {} levels, too many \
-             for the coarsest level's dense inverse (at most 1024): raise max_levels, or lower \
-             theta",
-            h.coarse.rows(),
-            h.levels.len() + 1
-        )));
-    }
     let setup_s = t1.elapsed().as_secs_f64();
     let t2 = Instant::now();
     let mut sizes: Vec<(usize, usize)> = h.levels.iter().map(|l| (l.a.rows(), l.a.nnz())).collect();

@@ -19,6 +19,8 @@ pub(super) struct Params {
     /// Symmetric Gauss-Seidel sweeps on A x = 0 that improve the near-nullspace candidate
     /// before each level's aggregation (scalar matrices).
     pub(super) improve: usize,
+    /// The most unknowns of the coarsest level, inverted densely.
+    pub(super) max_dense: usize,
 }
 
 impl Default for Params {
@@ -29,6 +31,7 @@ impl Default for Params {
             max_levels: 10,
             omega: 4.0 / 3.0,
             improve: 4,
+            max_dense: 256,
         }
     }
 }
@@ -67,6 +70,15 @@ pub(super) enum SetupError {
     NotFinite(usize),
     /// The coarsest operator (its size) is singular and not symmetric.
     SingularCoarse(usize),
+    /// D^-1 A has eigenvalues of both signs (about the smallest and the largest).
+    Indefinite(f64, f64),
+    /// Coarsening stopped with more unknowns than `max_dense`, after so many levels (the
+    /// finest included), because nothing more aggregated (`stalled`) or at `max_levels`.
+    CoarseTooLarge {
+        unknowns: usize,
+        levels: usize,
+        stalled: bool,
+    },
 }
 
 impl Hierarchy {
@@ -77,7 +89,9 @@ impl Hierarchy {
         if a.rows() != a.cols() {
             return Err(SetupError::NotSquare(a.rows(), a.cols()));
         }
+        let scale = a.data().iter().fold(0.0f64, |m, v| m.max(v.abs()));
         let mut candidate = vec![1.0; a.rows()];
+        let mut stalled = false;
         loop {
             let n = a.rows();
             let dinv = inverse_diagonal(&a)?;
@@ -89,10 +103,11 @@ impl Hierarchy {
             let (aggregate, count) = aggregates(&strong);
             if count == 0 || count as f64 > 0.9 * n as f64 {
                 // Nothing to aggregate (a diagonal matrix) or coarsening stalled.
+                stalled = true;
                 break;
             }
             let (p0, coarse_candidate) = tentative(&aggregate, count, &candidate);
-            let rho = spectral_radius(&a, &dinv);
+            let rho = spectral_radius(&a, &dinv)?;
             let p = smooth(&a, &dinv, &p0, params.omega / rho);
             let r: CsMat<f64> = p.transpose_view().to_csr();
             let ap = &a * &p;
@@ -101,7 +116,14 @@ impl Hierarchy {
             a = next;
             candidate = coarse_candidate;
         }
-        let inverse = dense_inverse(&a)?;
+        if a.rows() > params.max_dense {
+            return Err(SetupError::CoarseTooLarge {
+                unknowns: a.rows(),
+                levels: levels.len() + 1,
+                stalled,
+            });
+        }
+        let inverse = dense_inverse(&a, scale)?;
         // The levels' own estimates for the smoothers (the coarsest is solved directly).
         Ok(Hierarchy {
             levels,
@@ -281,12 +303,13 @@ fn smooth(a: &CsMat<f64>, dinv: &[f64], p0: &CsMat<f64>, w: f64) -> CsMat<f64> {
     (&ap + p0).to_csr()
 }
 
-/// An upper estimate of the spectral radius of D^-1 A: Lanczos on D^-1/2 S D^-1/2, S the
-/// symmetric part of A's entries that have a transposed partner (A itself when symmetric;
-/// a Dirichlet row kept with its column gives the same spectrum as eliminating it), the
-/// largest Ritz value, 5% up. PyAMG's approximate spectral radius takes the same from a few
-/// Lanczos steps.
-fn spectral_radius(a: &CsMat<f64>, dinv: &[f64]) -> f64 {
+/// An upper estimate of the spectral radius of D^-1 A: Lanczos on |D|^-1/2 sign(D) S
+/// |D|^-1/2, S the symmetric part of A's entries that have a transposed partner (A itself
+/// when symmetric; a Dirichlet row kept with its column gives the same spectrum as
+/// eliminating it), the largest Ritz value, 5% up. PyAMG's approximate spectral radius takes
+/// the same from a few Lanczos steps. D^-1 A with negative eigenvalues as well as positive
+/// ones (an indefinite A, which the smoothers cannot damp) is an error.
+fn spectral_radius(a: &CsMat<f64>, dinv: &[f64]) -> Result<f64, SetupError> {
     let n = a.rows();
     let at: CsMat<f64> = a.transpose_view().to_csr();
     let mut t = TriMat::new((n, n));
@@ -299,10 +322,12 @@ fn spectral_radius(a: &CsMat<f64>, dinv: &[f64]) -> f64 {
         }
     }
     let a: CsMat<f64> = t.to_csr();
+    // A negative definite A (negative diagonal) has D^-1 A positive definite too.
     let s: Vec<f64> = dinv.iter().map(|d| d.abs().sqrt()).collect();
     let apply = |v: &[f64], out: &mut [f64]| {
         for (i, row) in a.outer_iterator().enumerate() {
-            out[i] = s[i] * row.iter().map(|(j, &x)| x * s[j] * v[j]).sum::<f64>();
+            let sum = row.iter().map(|(j, &x)| x * s[j] * v[j]).sum::<f64>();
+            out[i] = dinv[i].signum() * s[i] * sum;
         }
     };
     // A fixed start that is not special: deterministic setups on every run and rank.
@@ -331,12 +356,16 @@ fn spectral_radius(a: &CsMat<f64>, dinv: &[f64]) -> f64 {
         prev.copy_from_slice(&v);
         v.iter_mut().zip(&w).for_each(|(x, y)| *x = y / b_k);
     }
-    1.05 * largest_eigenvalue(&alpha, &beta)
+    let (lo, hi) = extreme_eigenvalues(&alpha, &beta);
+    if lo < -1e-3 * hi.abs() {
+        return Err(SetupError::Indefinite(lo, hi));
+    }
+    Ok(1.05 * hi)
 }
 
-/// The largest eigenvalue of the symmetric tridiagonal matrix with diagonal `a` and
+/// The smallest and largest eigenvalues of the symmetric tridiagonal matrix with diagonal `a` and
 /// off-diagonal `b`, by bisection on Sturm counts.
-fn largest_eigenvalue(a: &[f64], b: &[f64]) -> f64 {
+fn extreme_eigenvalues(a: &[f64], b: &[f64]) -> (f64, f64) {
     let m = a.len();
     let bound = (0..m)
         .map(|i| {
@@ -365,22 +394,28 @@ fn largest_eigenvalue(a: &[f64], b: &[f64]) -> f64 {
         }
         count
     };
-    let (mut lo, mut hi) = (-bound, bound);
-    for _ in 0..100 {
-        let mid = 0.5 * (lo + hi);
-        if below(mid) >= m {
-            hi = mid;
-        } else {
-            lo = mid;
+    // The smallest x with at least `k` eigenvalues below it.
+    let bisect = |k: usize| {
+        let (mut lo, mut hi) = (-bound, bound);
+        for _ in 0..100 {
+            let mid = 0.5 * (lo + hi);
+            if below(mid) >= k {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
         }
-    }
-    hi
+        hi
+    };
+    (bisect(1), bisect(m))
 }
 
 /// The coarsest operator's inverse, dense and row-major: Gauss-Jordan with partial
 /// pivoting; a singular symmetric operator (a pure Neumann problem's) gets its
-/// pseudo-inverse from Jacobi's eigenvalue method.
-fn dense_inverse(a: &CsMat<f64>) -> Result<Vec<f64>, SetupError> {
+/// pseudo-inverse from Jacobi's eigenvalue method. Pivots and eigenvalues count as zero
+/// relative to `reference` too (the finest operator's largest entry): a singular problem's
+/// coarsest level can be all roundoff, which inverted would swamp the cycle.
+fn dense_inverse(a: &CsMat<f64>, reference: f64) -> Result<Vec<f64>, SetupError> {
     let n = a.rows();
     let mut m = vec![0.0; n * n];
     for (i, row) in a.outer_iterator().enumerate() {
@@ -388,7 +423,7 @@ fn dense_inverse(a: &CsMat<f64>) -> Result<Vec<f64>, SetupError> {
             m[i * n + j] += v;
         }
     }
-    let scale = m.iter().fold(0.0f64, |s, v| s.max(v.abs()));
+    let scale = m.iter().fold(reference, |s, v| s.max(v.abs()));
     if let Some(inv) = gauss_jordan(&m, n, 1e-12 * scale) {
         return Ok(inv);
     }
@@ -478,7 +513,7 @@ fn pseudo_inverse(mut m: Vec<f64>, n: usize, scale: f64) -> Vec<f64> {
             }
         }
     }
-    let top = (0..n).fold(0.0f64, |t, i| t.max(m[i * n + i].abs()));
+    let top = (0..n).fold(scale, |t, i| t.max(m[i * n + i].abs()));
     let mut inv = vec![0.0; n * n];
     for k in 0..n {
         let l = m[k * n + k];

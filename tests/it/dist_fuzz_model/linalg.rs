@@ -91,6 +91,7 @@ impl World {
             rtol: 1e-5,
             max_iterations: 5000,
             check_every: 1 + self.rng.below(10),
+            ..SolveOptions::default()
         };
         let u = ctx.dat_zeros::<T>("fz_u", &nodes, 1).map_err(e("u"))?;
         let diagonal = m.diagonal(&ctx).map_err(e("diagonal"))?;

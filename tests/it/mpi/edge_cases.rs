@@ -459,3 +459,43 @@ fn differing_declarations_name_the_map_and_the_rank() {
     );
     assert_eq!(got, vec![1.0], "one more set on rank 1");
 }
+
+#[test]
+#[ignore = "run by the other tests under mpirun"]
+fn differing_meshes_worker() {
+    let Some(_) = out_path() else { return };
+    let ctx = worker_ctx();
+    let mut mesh = parloop::mesh::unit_square(4);
+    let degenerate = std::env::var_os("DEGENERATE").is_some();
+    if ctx.rank() == 1 {
+        if degenerate {
+            // Cell 1 with a repeated vertex, which orientation refuses.
+            mesh.cells[4] = mesh.cells[3];
+        } else {
+            mesh.coords[6][0] += 0.01;
+        }
+    }
+    let e = parloop::mesh::topology::MeshData::new(&ctx, &mesh)
+        .err()
+        .unwrap();
+    let text = e.to_string();
+    let want = if degenerate {
+        "cell 1 (triangle"
+    } else {
+        "different vertex coordinates"
+    };
+    assert!(text.contains(want), "{text}");
+    write_out(&ctx, &[1.0]);
+}
+
+/// MeshData::new given a different mesh on one rank is an error on every rank, not a wait
+/// for the others: different coordinates (same connectivity), or a cell only one rank
+/// cannot use.
+#[test]
+fn a_mesh_that_differs_on_one_rank_is_an_error_on_all() {
+    let got = mpirun_env(2, &worker!("differing_meshes_worker"), &[]);
+    assert_eq!(got, vec![1.0]);
+    let env = [("DEGENERATE", "1"), ("PARLOOP_COMM_TIMEOUT", "60")];
+    let got = mpirun_env(2, &worker!("differing_meshes_worker"), &env);
+    assert_eq!(got, vec![1.0], "a bad cell on rank 1");
+}

@@ -112,6 +112,7 @@ fn row<T: Real>(r: &mut String, n: usize, copy: f64) -> Res<()> {
         rtol: 1e-8,
         max_iterations: 50_000,
         check_every: 10,
+        ..SolveOptions::default()
     };
     let before = ctx.stats();
     let t = Instant::now();
