@@ -1,5 +1,6 @@
 //! The heat equation u_t = div(grad u) by backward Euler, with P1 elements and a lumped mass
-//! matrix: every step solves (M + dt K) u' = M u by Jacobi-CG on the device (the matrix is
+//! matrix: every step solves (M + dt K) u' = M u by CG on the device, preconditioned by
+//! Jacobi, or (`--amg`, one process) by algebraic multigrid built once (the matrix is
 //! assembled once, by a par_loop). The boundary is insulated (zero normal flux), so the heat
 //! sum(M u) stays what it was, and the energy u.M u can only fall: backward Euler is stable
 //! at any time step.
@@ -16,7 +17,7 @@
 
 use clap::Parser;
 use parloop::apps::poisson::assemble_scaled;
-use parloop::linalg::{SolveOptions, cg};
+use parloop::linalg::{Preconditioner, SolveOptions, cg};
 use parloop::mesh::pvtu::{PartField, PartSeries};
 use parloop::mesh::topology::MeshData;
 use parloop::mesh::{CellType, Mesh, gmsh, unit_square};
@@ -45,6 +46,10 @@ struct Args {
     /// f32 or f64.
     #[arg(long, default_value = "f32")]
     precision: String,
+    /// Precondition CG by smoothed-aggregation algebraic multigrid (`linalg::Amg`, one
+    /// process) instead of Jacobi.
+    #[arg(long)]
+    amg: bool,
     /// Write u every this many steps (0: never).
     #[arg(long, default_value_t = 0)]
     every: usize,
@@ -73,14 +78,16 @@ pub struct History {
     pub u: Vec<f64>,
 }
 
-/// `steps` backward-Euler steps of length `dt` on `mesh`, in `T`; `write(step, md, u)` is
-/// called every `every` steps (0: never) and after the last. The same on one process and on N ranks; `History::u`
+/// `steps` backward-Euler steps of length `dt` on `mesh`, in `T`, CG preconditioned by AMG
+/// when `amg` (else Jacobi); `write(step, md, u)` is called every `every` steps (0: never) and
+/// after the last. The same on one process and on N ranks; `History::u`
 /// is the final u in the mesh's numbering on rank 0 (empty on the others).
 pub fn run<T: Real>(
     ctx: &Context,
     mesh: &Mesh,
     dt: f64,
     steps: usize,
+    amg: bool,
     every: usize,
     write: &mut dyn FnMut(usize, &MeshData, &Dat<T>) -> Result<()>,
 ) -> Result<History> {
@@ -102,6 +109,13 @@ pub fn run<T: Real>(
     // A = M + dt K; the load of f = 1 is the lumped mass M's diagonal.
     let (a, m) = assemble_scaled::<T>(ctx, "M + dt K", &md.cell_vertices, &x, &one, [1.0, dt])?;
     let diagonal = a.diagonal(ctx)?;
+    let multigrid = amg
+        .then(|| parloop::linalg::Amg::new(ctx, &a, &Default::default()))
+        .transpose()?;
+    let pc: &dyn Preconditioner<T> = match &multigrid {
+        Some(m) => m,
+        None => &diagonal,
+    };
     let mode = md.interpolate::<T>(ctx, "mode", |c| (PI * c[0]).cos() * (PI * c[1]).cos())?;
     let u = md.interpolate::<T>(ctx, "u", initial)?;
     let b = ctx.dat_zeros::<T>("M u", &md.vertices, 1)?;
@@ -147,7 +161,7 @@ pub fn run<T: Real>(
             break;
         }
         // u is its own initial guess: the previous step's solution.
-        let report = cg(ctx, &a, &b, &u, Some(&diagonal), &opts)?;
+        let report = cg(ctx, &a, &b, &u, Some(pc), &opts)?;
         h.iterations.push(report.iterations);
     }
     let gathered = u.gather()?.unwrap_or_default();
@@ -177,11 +191,12 @@ fn run_main(a: Args) -> std::result::Result<(), Box<dyn std::error::Error>> {
     let root = ctx.rank() == 0; // every rank computes; rank 0 prints
     if root {
         println!(
-            "{} triangles, {} vertices, {}, dt {}, {} rank(s); adapter {}",
+            "{} triangles, {} vertices, {}, dt {}, {}, {} rank(s); adapter {}",
             mesh.ncells(),
             mesh.nvertices(),
             a.precision,
             a.dt,
+            if a.amg { "AMG-CG" } else { "Jacobi-CG" },
             ctx.ranks(),
             ctx.adapter()
         );
@@ -247,5 +262,5 @@ fn run_with_frames<T: Real>(ctx: &Context, a: &Args, mesh: &Mesh) -> Result<Hist
             &field,
         )
     };
-    run::<T>(ctx, mesh, a.dt, a.steps, a.every, &mut write)
+    run::<T>(ctx, mesh, a.dt, a.steps, a.amg, a.every, &mut write)
 }

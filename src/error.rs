@@ -138,6 +138,9 @@ pub enum SolverFailure {
     BrokeDown,
     /// The residual grew 1e10-fold.
     Diverged,
+    /// The updated residual met the tolerance but the true residual b - A x, computed at the
+    /// end, is far above it.
+    Inaccurate,
 }
 
 impl Error {

@@ -5,13 +5,14 @@
 
 use super::precond::Preconditioner;
 use super::solve::{Frame, Operator, SolveOptions, SolveReport};
-use crate::{Context, Dat, Kernel, Real, Result};
+use crate::{Context, Dat, Global, Kernel, Real, Result};
+use std::rc::Rc;
 
 /// The kernels of one type, one WGSL source. Every step length is a ratio of two dot
-/// products, taken as 0 once the residual has converged (r.r, read with the iteration's dot
-/// products, at or below the Const `parloop_bicgstab_tau`, a hundredth of rtol^2 ||b||^2) or when
-/// its numerator is 0: the iterations after convergence, until the host's next check, change
-/// nothing. A zero denominator under a live nonzero numerator is a breakdown and gives inf.
+/// products, taken as 0 once the residual has converged (r.r, from the end of the last
+/// iteration, at or below the Const `parloop_bicgstab_tau_<type>`, rtol^2 ||b||^2) or when its
+/// numerator is 0: the iterations after convergence, until the host's next check, change
+/// nothing (the dot products of unchanged vectors repeat exactly). A zero denominator under a live nonzero numerator is a breakdown and gives inf.
 /// Each loop takes at most 8 buffers.
 fn kernels(t: crate::DType, d: usize) -> String {
     // The parameters: the dot products (Globals, one value each), then the vectors (`d`
@@ -27,7 +28,7 @@ fn kernels(t: crate::DType, d: usize) -> String {
     format!(
         "
 fn pl_bicg_ratio_{t}_{d}(a: {t}, b: {t}, rr: {t}) -> {t} {{
-    return select(a / b, {t}(), a == {t}() || rr <= parloop_bicgstab_tau);
+    return select(a / b, {t}(), a == {t}() || rr <= parloop_bicgstab_tau_{t});
 }}
 fn pl_bicg_direction_{t}_{d}({}) {{
     // beta = (rho / rho') (alpha' / omega') = (rho / rv') (tt' / ts'); omega' = ts' / tt'.
@@ -35,7 +36,7 @@ fn pl_bicg_direction_{t}_{d}({}) {{
     let beta = pl_bicg_ratio_{t}_{d}((*rho)[0], (*rv)[0], q) * pl_bicg_ratio_{t}_{d}((*tt)[0], (*ts)[0], q);
     let omega = pl_bicg_ratio_{t}_{d}((*ts)[0], (*tt)[0], q);
     for (var i = 0u; i < {d}u; i++) {{
-        (*p)[i] = select((*r)[i], {t}(), q <= parloop_bicgstab_tau) + beta * ((*p)[i] - omega * (*v)[i]);
+        (*p)[i] = select((*r)[i], {t}(), q <= parloop_bicgstab_tau_{t}) + beta * ((*p)[i] - omega * (*v)[i]);
     }}
 }}
 fn pl_bicg_half_{t}_{d}({}) {{
@@ -52,11 +53,18 @@ fn pl_bicg_residual_{t}_{d}({}) {{
     let omega = pl_bicg_ratio_{t}_{d}((*ts)[0], (*tt)[0], (*rr)[0]);
     for (var i = 0u; i < {d}u; i++) {{ (*r)[i] = (*s)[i] - omega * (*tv)[i]; }}
 }}
+fn pl_bicg_dots_{t}_{d}({}) {{
+    for (var i = 0u; i < {d}u; i++) {{
+        (*rho)[0] += (*h)[i] * (*r)[i];
+        (*rr)[0] += (*r)[i] * (*r)[i];
+    }}
+}}
 ",
         g(&["rho", "rv", "ts", "tt", "rr"], &["r", "v", "p"]),
         g(&["rho", "rv", "rr"], &["r", "v", "s"]),
         g(&["rho", "rv", "ts", "tt", "rr"], &["y", "z", "x"]),
         g(&["ts", "tt", "rr"], &["s", "tv", "r"]),
+        g(&["rho", "rr"], &["h", "r"]),
     )
 }
 
@@ -107,20 +115,28 @@ pub async fn bicgstab_async<T: Real>(
     };
     let (y, z) = (y_own.as_ref().unwrap_or(&p), z_own.as_ref().unwrap_or(&s));
     let precondition = |from: &Dat<T>, to: &Dat<T>| pc.map_or(Ok(()), |m| m.apply(ctx, from, to));
+    // r^.r and r.r of the current r, in one pass.
+    let dots = || -> Result<(Global<T>, Rc<Global<T>>)> {
+        let g = |n: &str| ctx.global(n, &[T::default()]);
+        let (rho, rr) = (g("bicgstab r^.r")?, g("bicgstab r.r")?);
+        let args = [rho.inc(), rr.inc(), r0.read(), r.read()];
+        ctx.par_loop(&k("dots"), set, &args)?;
+        Ok((rho, Rc::new(rr)))
+    };
+    ctx.constant(&format!("parloop_bicgstab_tau_{t}"), f.tau())?;
     f.residual(a, &r, &tv)?;
     ctx.copy(&r, &r0)?;
-    if f.start(&r).await? {
+    let (mut rho, mut rr) = dots()?;
+    if f.start(&rr).await? {
         return Ok(f.report);
     }
     // The last iteration's r^.v, t.s and t.t: 1 before the first (with p = v = 0 the first
     // direction is r whatever beta is).
     let one = || ctx.global("bicgstab start", &[T::from_f64(1.0)]);
     let (mut rv_last, mut ts_last, mut tt_last) = (one()?, one()?, one()?);
-    ctx.constant("parloop_bicgstab_tau", T::from_f64(f.tau()))?;
     let breakdown = "r^.v or t.s was 0 with the residual not, or a value not finite: try \
                      another initial guess x; with a preconditioner, no zero on A's diagonal";
     for it in 1..=opts.max_iterations {
-        let (rho, rr) = (ctx.dot(&r0, &r)?, ctx.dot(&r, &r)?);
         let args = [
             rho.read(),
             rv_last.read(),
@@ -168,19 +184,21 @@ pub async fn bicgstab_async<T: Real>(
         ];
         ctx.par_loop(&k("residual"), set, &args)?;
         (rv_last, ts_last, tt_last) = (rv, ts, tt);
-        if f.after(it, &r, breakdown).await? {
+        (rho, rr) = dots()?;
+        if f.after(it, rr.clone(), breakdown).await? {
             return f.finish(a, &r, &tv).await;
         }
         // r^ orthogonal to r while r is not 0 (Dirichlet data in b only, x = 0, makes r^ a left
         // eigenvector of A): the steps above were zero. Restart the recurrence with r^ = r.
         if f.checks(it)
             && rho.value_async().await?[0] == T::default()
-            && rr.value_async().await?[0].to_f64() > f.tau()
+            && rr.value_async().await?[0].to_f64() > f.tau().to_f64()
         {
             ctx.copy(&r, &r0)?;
             ctx.zero(&p)?;
             ctx.zero(&v)?;
             (rv_last, ts_last, tt_last) = (one()?, one()?, one()?);
+            (rho, rr) = dots()?;
             f.report.restarts += 1;
         }
     }

@@ -7,26 +7,41 @@
 use super::precond::Preconditioner;
 use super::solve::{Frame, Operator, SolveOptions, SolveReport};
 use crate::{Context, Dat, Kernel, Real, Result};
+use std::rc::Rc;
 
-/// The kernels of one type and dim (components per element), one WGSL source.
+/// The kernels of one type and dim (components per element), one WGSL source. `rr` is the
+/// squared norm of the current residual: at or below the Const `parloop_cg_tau_<type>` the
+/// iterate has converged, and the steps leave x, r and p as they are (the iterations until the
+/// host's next check change nothing; the dot products of unchanged vectors repeat exactly).
 fn kernels(t: crate::DType, d: usize) -> String {
     format!(
         "
 fn pl_cg_step_{t}_{d}(rz: ptr<function, array<{t}, 1>>, pq: ptr<function, array<{t}, 1>>,
+                  rr: ptr<function, array<{t}, 1>>,
                   p: ptr<function, array<{t}, {d}>>, q: ptr<function, array<{t}, {d}>>,
                   x: ptr<function, array<{t}, {d}>>, r: ptr<function, array<{t}, {d}>>) {{
-    // Exact convergence between two checks makes r, then p, zero: the step is then 0, not 0/0.
-    // (p.Ap = 0 with r.z != 0 is a breakdown, and stays one: the division gives inf.)
-    let alpha = select((*rz)[0] / (*pq)[0], {t}(), (*rz)[0] == {t}());
+    // r = 0 exactly gives r.z = 0: the step is then 0, not 0/0. (p.Ap = 0 with r.z != 0 is a
+    // breakdown, and stays one: the division gives inf.)
+    let stop = (*rz)[0] == {t}() || (*rr)[0] <= parloop_cg_tau_{t};
+    let alpha = select((*rz)[0] / (*pq)[0], {t}(), stop);
     for (var i = 0u; i < {d}u; i++) {{
         (*x)[i] += alpha * (*p)[i];
         (*r)[i] -= alpha * (*q)[i];
     }}
 }}
 fn pl_cg_direction_{t}_{d}(rz: ptr<function, array<{t}, 1>>, old: ptr<function, array<{t}, 1>>,
+                       rr: ptr<function, array<{t}, 1>>,
                        z: ptr<function, array<{t}, {d}>>, p: ptr<function, array<{t}, {d}>>) {{
     let beta = select((*rz)[0] / (*old)[0], {t}(), (*rz)[0] == {t}());
-    for (var i = 0u; i < {d}u; i++) {{ (*p)[i] = (*z)[i] + beta * (*p)[i]; }}
+    let keep = (*rr)[0] <= parloop_cg_tau_{t};
+    for (var i = 0u; i < {d}u; i++) {{ (*p)[i] = select((*z)[i] + beta * (*p)[i], (*p)[i], keep); }}
+}}
+fn pl_cg_dots_{t}_{d}(r: ptr<function, array<{t}, {d}>>, z: ptr<function, array<{t}, {d}>>,
+                  rz: ptr<function, array<{t}, 1>>, rr: ptr<function, array<{t}, 1>>) {{
+    for (var i = 0u; i < {d}u; i++) {{
+        (*rz)[0] += (*r)[i] * (*z)[i];
+        (*rr)[0] += (*r)[i] * (*r)[i];
+    }}
 }}
 "
     )
@@ -35,7 +50,8 @@ fn pl_cg_direction_{t}_{d}(rz: ptr<function, array<{t}, 1>>, old: ptr<function, 
 /// Solves A x = b by conjugate gradients from the `x` given (A symmetric positive definite),
 /// preconditioned by `pc` when given (A's diagonal as [`super::Mat::diagonal`] gives it:
 /// Jacobi; an [`super::Amg`]; any symmetric positive definite [`super::Preconditioner`]).
-/// Stopping below `rtol` returns the report; reaching `max_iterations`, a residual that is
+/// Stopping below `rtol` returns the report (the exact iteration that met it, x that iterate,
+/// and the true residual, which must be near rtol); reaching `max_iterations`, a residual that is
 /// not finite (breakdown: A is not positive definite, or a zero on the diagonal) or grows
 /// 1e10-fold (divergence) are errors that say which and between which iterations; so are
 /// wrong inputs and options. Native: it blocks on the residual checks; [`cg_async`] is the
@@ -74,11 +90,24 @@ pub async fn cg_async<T: Real>(
     let z_own = pc.map(|_| tmp("z")).transpose()?;
     let z = z_own.as_ref().unwrap_or(&r);
     let precondition = || pc.map_or(Ok(()), |m| m.apply(ctx, &r, z));
+    // r.z and r.r: one dot product without a preconditioner, one pass over r and z with.
+    let dots = || -> Result<_> {
+        if pc.is_none() {
+            let rr = Rc::new(ctx.dot(&r, &r)?);
+            return Ok((rr.clone(), rr));
+        }
+        let g = |n: &str| ctx.global(n, &[T::default()]);
+        let (rz, rr) = (g("cg r.z")?, g("cg r.r")?);
+        let args = [r.read(), z.read(), rz.inc(), rr.inc()];
+        ctx.par_loop(&k("dots"), set, &args)?;
+        Ok((Rc::new(rz), Rc::new(rr)))
+    };
+    ctx.constant(&format!("parloop_cg_tau_{t}"), f.tau())?;
     f.residual(a, &r, &q)?;
     precondition()?;
     ctx.copy(z, &p)?;
-    let mut rz = ctx.dot(&r, z)?;
-    if f.start(&r).await? {
+    let (mut rz, mut rr) = dots()?;
+    if f.start(&rr).await? {
         return Ok(f.report);
     }
     let breakdown = "p.Ap or r.z was 0 or not finite: is A symmetric positive definite, with no \
@@ -86,14 +115,22 @@ pub async fn cg_async<T: Real>(
     for it in 1..=opts.max_iterations {
         a.apply(ctx, &p, &q)?;
         let pq = ctx.dot(&p, &q)?;
-        let args = [rz.read(), pq.read(), p.read(), q.read(), x.rw(), r.rw()];
+        let args = [
+            rz.read(),
+            pq.read(),
+            rr.read(),
+            p.read(),
+            q.read(),
+            x.rw(),
+            r.rw(),
+        ];
         ctx.par_loop(&k("step"), set, &args)?;
         precondition()?;
-        let next = ctx.dot(&r, z)?;
-        let args = [next.read(), rz.read(), z.read(), p.rw()];
+        let (next, next_rr) = dots()?;
+        let args = [next.read(), rz.read(), next_rr.read(), z.read(), p.rw()];
         ctx.par_loop(&k("direction"), set, &args)?;
-        rz = next;
-        if f.after(it, &r, breakdown).await? {
+        (rz, rr) = (next, next_rr);
+        if f.after(it, rr.clone(), breakdown).await? {
             return f.finish(a, &r, &q).await;
         }
     }

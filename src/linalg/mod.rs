@@ -2,16 +2,18 @@
 //!
 //! A [`Sparsity`] is built from pairs of maps, a [`Mat`] is assembled by par_loops (PyOP2's
 //! `Mat`), [`Dirichlet`] applies boundary conditions, and the solvers' iterations never wait for
-//! the host: conjugate gradients ([`cg`]) and BiCGStab ([`bicgstab`]), preconditioned by Jacobi
+//! the host: conjugate gradients ([`cg`]), BiCGStab ([`bicgstab`]) and restarted GMRES
+//! ([`gmres`]), preconditioned by Jacobi
 //! (the diagonal), smoothed-aggregation algebraic multigrid (`Amg`, native) or any
-//! [`Preconditioner`]. `cg` and `bicgstab` block on their residual checks (native);
-//! `cg_async` and `bicgstab_async` await them (the browser's).
+//! [`Preconditioner`]. The solvers block on their residual checks (native); `cg_async`,
+//! `bicgstab_async` and `gmres_async` await them (the browser's).
 
 #[cfg(not(target_arch = "wasm32"))]
 mod amg;
 mod bicgstab;
 mod cg;
 mod dirichlet;
+mod gmres;
 mod mat;
 mod precond;
 mod solve;
@@ -26,6 +28,9 @@ pub use bicgstab::bicgstab_async;
 pub use cg::cg;
 pub use cg::cg_async;
 pub use dirichlet::{Dirichlet, Lifting};
+#[cfg(not(target_arch = "wasm32"))]
+pub use gmres::gmres;
+pub use gmres::gmres_async;
 pub use mat::Mat;
 pub use precond::Preconditioner;
 pub use solve::{Operator, SolveOptions, SolveReport};

@@ -1,6 +1,7 @@
 //! What the Krylov solvers share: the operator, the options, the report, and the frame of a
-//! solve (its checks, ||b|| on the host, the residual read every `check_every` iterations,
-//! the errors, the true residual at the end). The solvers themselves ([`super::cg`],
+//! solve (its checks, ||b|| on the host, the residual read every `check_every` iterations and
+//! the exact iteration of convergence found among the kept norms, the errors, the true
+//! residual at the end). The solvers themselves ([`super::cg`],
 //! [`super::bicgstab`]) record only par_loops and dot products: no host round trip inside an
 //! iteration.
 
@@ -8,7 +9,8 @@ use super::Mat;
 use super::precond::Preconditioner;
 use crate::error::SolverFailure;
 use crate::types::ReduceOp;
-use crate::{Context, DType, Dat, Error, Kernel, Real, Result};
+use crate::{Context, DType, Dat, Error, Global, Kernel, Real, Result};
+use std::rc::Rc;
 
 /// An operator y = A x: a [`Mat`], or any closure recording par_loops (a matrix-free action).
 pub trait Operator<T: Real> {
@@ -33,16 +35,22 @@ impl<T: Real, F: Fn(&Context, &Dat<T>, &Dat<T>) -> Result<()>> Operator<T> for F
 pub struct SolveOptions {
     /// Stop when ||r|| <= rtol ||b||, r the residual the solver updates as it goes (as
     /// PETSc's KSP tests by default; in f32 it can fall below the true residual b - A x,
-    /// which the report gives at the end).
+    /// which the report gives at the end). A true residual more than 1000 times above
+    /// max(rtol, the precision's epsilon) at the end is an error (or, under
+    /// `allow_unconverged`, a report marked not converged).
     pub rtol: f64,
     /// The most iterations; reaching them is an error, unless `allow_unconverged`.
     pub max_iterations: usize,
     /// Read the residual norm every this many iterations (each read is a readback; the
     /// iterations between run as one lazy batch).
     pub check_every: usize,
-    /// Reaching `max_iterations` returns the report (`converged` false, the iterate left in
-    /// x) instead of an error: an inexact Newton step's capped solve.
+    /// Reaching `max_iterations` (or a true residual far above rtol) returns the report
+    /// (`converged` false, the iterate left in x) instead of an error: an inexact Newton
+    /// step's capped solve.
     pub allow_unconverged: bool,
+    /// GMRES's restart length: the Krylov basis it keeps (PETSc's default, 30). Each basis
+    /// vector is a value per unknown on the device.
+    pub restart: usize,
 }
 
 impl Default for SolveOptions {
@@ -52,6 +60,7 @@ impl Default for SolveOptions {
             max_iterations: 10_000,
             check_every: 10,
             allow_unconverged: false,
+            restart: 30,
         }
     }
 }
@@ -59,15 +68,16 @@ impl Default for SolveOptions {
 /// What a solve did.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SolveReport {
-    /// Whether the updated residual fell below rtol (false only for a solve that reached
-    /// `max_iterations` under `SolveOptions::allow_unconverged`).
+    /// Whether the updated residual fell below rtol with the true residual near it (false
+    /// only under `SolveOptions::allow_unconverged`: the limit was reached, or the true
+    /// residual is far above rtol).
     pub converged: bool,
-    /// Iterations run: up to the check that saw the residual below rtol (a multiple of
-    /// `check_every`, the iterations between checks running as one batch), or
+    /// The iteration whose updated residual first fell below rtol, exactly (x is that
+    /// iterate: the iterations after it, until the check that saw it, change nothing), or
     /// `max_iterations`.
     pub iterations: usize,
     /// (iteration, ||r|| / ||b||) at each check of the updated residual, the first at
-    /// iteration 0.
+    /// iteration 0, the last at `iterations`.
     pub residuals: Vec<(usize, f64)>,
     /// ||b - A x|| / ||b|| at the end, computed afresh.
     pub true_residual: f64,
@@ -86,6 +96,9 @@ pub(super) struct Frame<'a, T: Real> {
     first: f64,
     /// Whether a preconditioner was given (for the advice on reaching the limit).
     preconditioned: bool,
+    /// The squared norms of the updated residual after each iteration since the last check
+    /// (Globals on the device; read only at a check).
+    kept: Vec<(usize, Rc<Global<T>>)>,
     pub report: SolveReport,
 }
 
@@ -217,6 +230,7 @@ impl<'a, T: Real> Frame<'a, T> {
             b_norm,
             first: f64::NAN,
             preconditioned: pc.is_some(),
+            kept: Vec::new(),
             report: SolveReport {
                 converged: false,
                 iterations: 0,
@@ -227,10 +241,16 @@ impl<'a, T: Real> Frame<'a, T> {
         }))
     }
 
-    /// The squared residual norm below which an iterate counts as converged on the device:
-    /// (rtol ||b|| / 10)^2, so the host's check, at rtol, sees it converged.
-    pub fn tau(&self) -> f64 {
-        (self.opts.rtol * self.b_norm / 10.0).powi(2)
+    /// The squared residual norm at or below which an iterate has converged, in T: the
+    /// solvers' kernels stop changing x and r from there (so the iterations until the next
+    /// check change nothing), and the host compares the same Globals with the same value.
+    pub fn tau(&self) -> T {
+        T::from_f64((self.opts.rtol * self.b_norm).powi(2))
+    }
+
+    /// Whether a squared residual norm read back has converged (the kernels' test).
+    fn below(&self, rr: T) -> bool {
+        rr.to_f64() <= self.tau().to_f64()
     }
 
     /// ||v|| / ||b|| through the device's dot product (a readback).
@@ -250,9 +270,10 @@ impl<'a, T: Real> Frame<'a, T> {
         )
     }
 
-    /// The initial residual `r` read: true when it is already below rtol.
-    pub async fn start(&mut self, r: &Dat<T>) -> Result<bool> {
-        let first = self.relative(r).await?;
+    /// The initial residual's squared norm `rr` read: true when it is already below rtol.
+    pub async fn start(&mut self, rr: &Global<T>) -> Result<bool> {
+        let rr = rr.value_async().await?[0];
+        let first = rr.to_f64().sqrt() / self.b_norm;
         if !first.is_finite() {
             return Err(Error::Usage(format!(
                 "{}: the initial residual b - A x is not finite: x `{}` (the initial guess) or \
@@ -264,7 +285,7 @@ impl<'a, T: Real> Frame<'a, T> {
         self.first = first;
         self.report.residuals.push((0, first));
         self.report.true_residual = first;
-        self.report.converged = first <= self.opts.rtol;
+        self.report.converged = self.below(rr);
         Ok(self.report.converged)
     }
 
@@ -273,19 +294,49 @@ impl<'a, T: Real> Frame<'a, T> {
         it.is_multiple_of(self.opts.check_every) || it == self.opts.max_iterations
     }
 
-    /// After iteration `it`: on a check, reads the residual `r`; true when below rtol. A
-    /// residual that is not finite (`breakdown` says what that means for this solver) or
-    /// grew 1e10-fold is an error naming the iterations.
-    pub async fn after(&mut self, it: usize, r: &Dat<T>, breakdown: &str) -> Result<bool> {
+    /// After iteration `it`, `rr` the squared norm of its updated residual: on a check, reads
+    /// it; true when below rtol, the report then holding the exact iteration that first was
+    /// (found among the kept norms since the last check). A residual that is not finite
+    /// (`breakdown` says what that means for this solver) or grew 1e10-fold is an error
+    /// naming the iterations.
+    pub async fn after(&mut self, it: usize, rr: Rc<Global<T>>, breakdown: &str) -> Result<bool> {
         self.report.iterations = it;
+        self.kept.push((it, rr));
         if !self.checks(it) {
             return Ok(false);
         }
-        let res = self.relative(r).await?;
+        let kept = std::mem::take(&mut self.kept);
+        let last = kept[kept.len() - 1].1.value_async().await?[0];
+        let res = last.to_f64().sqrt() / self.b_norm;
+        self.judge(it, res, breakdown)?;
+        if !self.below(last) {
+            self.report.residuals.push((it, res));
+            return Ok(false);
+        }
+        // Converged at the check: the first kept norm below tau (the kernels stop at it, so
+        // every later one is the same value and every earlier one is above), by bisection.
+        let (mut lo, mut hi) = (0, kept.len() - 1);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.below(kept[mid].1.value_async().await?[0]) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        self.report.iterations = kept[lo].0;
+        self.report.residuals.push((kept[lo].0, res));
+        Ok(true)
+    }
+
+    /// The checks of a residual `res` (relative) after iteration `it`: not finite is a
+    /// breakdown (`breakdown` says what that means for this solver), 1e10 times the first is
+    /// divergence; each an error naming the iterations, with `res` in the report.
+    pub fn judge(&mut self, it: usize, res: f64, breakdown: &str) -> Result<()> {
         let since = self.report.residuals.last().map_or(0, |l| l.0);
-        self.report.residuals.push((it, res));
         let solver = self.solver;
         if !res.is_finite() {
+            self.report.residuals.push((it, res));
             return Err(Error::Solver {
                 solver,
                 failure: SolverFailure::BrokeDown,
@@ -298,6 +349,7 @@ impl<'a, T: Real> Frame<'a, T> {
             });
         }
         if res > 1e10 * self.first {
+            self.report.residuals.push((it, res));
             return Err(Error::Solver {
                 solver,
                 failure: SolverFailure::Diverged,
@@ -310,21 +362,55 @@ impl<'a, T: Real> Frame<'a, T> {
                 ),
             });
         }
-        Ok(res <= self.opts.rtol)
+        Ok(())
+    }
+
+    /// ||b|| (on N ranks, of the whole vector).
+    pub fn b_norm(&self) -> f64 {
+        self.b_norm
     }
 
     /// The report of a converged solve, with ||b - A x|| / ||b|| computed afresh (into `r`,
-    /// `q` a scratch).
+    /// `q` a scratch): an error when it is more than 1000 times max(rtol, T's epsilon), a
+    /// report marked not converged under `allow_unconverged`.
     pub async fn finish(
         mut self,
         a: &dyn Operator<T>,
         r: &Dat<T>,
         q: &Dat<T>,
     ) -> Result<SolveReport> {
-        self.report.converged = true;
         self.residual(a, r, q)?;
-        self.report.true_residual = self.relative(r).await?;
-        Ok(self.report)
+        let true_residual = self.relative(r).await?;
+        self.report.true_residual = true_residual;
+        let eps = match T::DTYPE {
+            DType::F32 => f32::EPSILON as f64,
+            _ => f64::EPSILON,
+        };
+        let far = 1e3 * self.opts.rtol.max(eps);
+        self.report.converged = true_residual <= far;
+        if self.report.converged || self.opts.allow_unconverged {
+            return Ok(self.report);
+        }
+        let (solver, it) = (self.solver, self.report.iterations);
+        Err(Error::Solver {
+            solver,
+            failure: SolverFailure::Inaccurate,
+            iterations: it,
+            residual: true_residual,
+            message: format!(
+                "{solver} met rtol {:e} at iteration {it}, but the true residual ||b - A x|| / \
+                 ||b|| is {true_residual:e}, more than {far:e}: the operator is not the same \
+                 linear map at every application (a closure that changes, or reads data the \
+                 solve writes), or the preconditioner is not a fixed linear map{}; set \
+                 allow_unconverged to take the iterate",
+                self.opts.rtol,
+                if T::DTYPE == DType::F32 {
+                    ", or f32 loses that much to rounding (solve in f64)"
+                } else {
+                    ""
+                }
+            ),
+        })
     }
 
     /// At the iteration limit: the report marked not converged (with its true residual)

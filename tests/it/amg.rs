@@ -232,6 +232,21 @@ fn amg_on_negative_singular_stale_indefinite_and_diagonal_matrices() {
     let (x_big, r_big) = cg_with(&ctx, &g.a, &b, &amg).unwrap();
     let scaled: Vec<f32> = x_big.iter().map(|v| 1000.0 * v).collect();
     assert!(close(&scaled, &x_pos, 1e-3), "{r_big:?}");
+    // A time step's new matrix (a larger shift: a shorter step): the update keeps the
+    // aggregates, and preconditions as a hierarchy built afresh does.
+    g.assemble(&ctx, 1.0, 0.5);
+    amg.update(&ctx).unwrap();
+    let fresh = Amg::new(&ctx, &g.a, &AmgOptions::default()).unwrap();
+    assert!(amg.report().reused && !fresh.report().reused);
+    assert!(fresh.report().levels.len() > 2, "{:?}", fresh.report());
+    assert_eq!(amg.report().levels, fresh.report().levels);
+    let (x_kept, r_kept) = cg_with(&ctx, &g.a, &b, &amg).unwrap();
+    let (x_fresh, r_fresh) = cg_with(&ctx, &g.a, &b, &fresh).unwrap();
+    assert!(close(&x_kept, &x_fresh, 1e-3), "{r_kept:?} {r_fresh:?}");
+    assert!(
+        r_kept.iterations <= r_fresh.iterations + 1,
+        "{r_kept:?} {r_fresh:?}"
+    );
     // Indefinite: the Laplacian shifted by -1.5 (eigenvalues of both signs).
     let ind = Grid::with(&ctx, n, 1.0, -1.5);
     let e = Amg::new(&ctx, &ind.a, &AmgOptions::default())

@@ -81,10 +81,10 @@ fn model(m: &Mesh, dt: f64, steps: usize) -> (Vec<Vec<f64>>, Vec<f64>) {
     (out, mass)
 }
 
-fn check<T: Real>(n: usize, dt: f64, steps: usize, tol: f64) {
+fn check<T: Real>(n: usize, dt: f64, steps: usize, amg: bool, tol: f64) {
     let ctx = common::ctx();
     let mesh = unit_square(n);
-    let h = run::<T>(&ctx, &mesh, dt, steps, 0, &mut |_, _, _| Ok(())).unwrap();
+    let h = run::<T>(&ctx, &mesh, dt, steps, amg, 0, &mut |_, _, _| Ok(())).unwrap();
     let (us, mass) = model(&mesh, dt, steps);
     let t = T::DTYPE;
     for (k, u) in us.iter().enumerate() {
@@ -142,9 +142,13 @@ fn check<T: Real>(n: usize, dt: f64, steps: usize, tol: f64) {
 
 #[test]
 fn backward_euler_equals_the_plain_rust_model_and_decays_the_cosine_mode() {
-    check::<f32>(16, 5e-3, 20, 1e-4);
+    check::<f32>(16, 5e-3, 20, false, 1e-4);
     if common::ctx().gpu().f64() {
-        check::<f64>(16, 5e-3, 20, 1e-8);
+        check::<f64>(16, 5e-3, 20, false, 1e-8);
+        // Preconditioned by AMG: the same steps.
+        check::<f64>(16, 5e-3, 20, true, 1e-8);
+    } else {
+        check::<f32>(16, 5e-3, 20, true, 1e-4);
     }
 }
 
@@ -152,7 +156,7 @@ fn backward_euler_equals_the_plain_rust_model_and_decays_the_cosine_mode() {
 fn on_a_gmsh_mesh_heat_is_conserved_and_energy_falls() {
     let ctx = common::ctx();
     let mesh = gmsh::read_file(concat!(env!("CARGO_MANIFEST_DIR"), "/data/channel.msh")).unwrap();
-    let h = run::<f32>(&ctx, &mesh, 1e-3, 5, 0, &mut |_, _, _| Ok(())).unwrap();
+    let h = run::<f32>(&ctx, &mesh, 1e-3, 5, false, 0, &mut |_, _, _| Ok(())).unwrap();
     for k in 1..h.heat.len() {
         let drift = (h.heat[k] - h.heat[0]).abs() / h.heat[0];
         assert!(drift <= 1e-4, "step {k}: heat drifted by {drift:e}");
@@ -163,12 +167,14 @@ fn on_a_gmsh_mesh_heat_is_conserved_and_energy_falls() {
 #[test]
 fn a_bad_time_step_or_mesh_is_refused() {
     let ctx = common::ctx();
-    let e = run::<f32>(&ctx, &unit_square(2), -1.0, 1, 0, &mut |_, _, _| Ok(()))
-        .err()
-        .unwrap();
+    let e = run::<f32>(&ctx, &unit_square(2), -1.0, 1, false, 0, &mut |_, _, _| {
+        Ok(())
+    })
+    .err()
+    .unwrap();
     assert!(e.to_string().contains("positive time step"), "{e}");
     let cube = parloop::mesh::unit_cube_tets(1);
-    let e = run::<f32>(&ctx, &cube, 1e-3, 1, 0, &mut |_, _, _| Ok(()))
+    let e = run::<f32>(&ctx, &cube, 1e-3, 1, false, 0, &mut |_, _, _| Ok(()))
         .err()
         .unwrap();
     assert!(e.to_string().contains("tetrahedron"), "{e}");

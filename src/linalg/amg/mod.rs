@@ -64,6 +64,8 @@ pub struct AmgReport {
     pub setup_s: f64,
     /// Seconds creating the levels' matrices and vectors on the device.
     pub upload_s: f64,
+    /// Whether the aggregates of the first build were reused ([`Amg::update`]).
+    pub reused: bool,
 }
 
 /// A level above the coarsest, on the device.
@@ -97,7 +99,7 @@ struct Coarse<T: Real> {
 /// cycle is symmetric, so it preconditions CG; definite, positive or negative, in any case),
 /// as a [`Preconditioner`]: `Amg::new` reads the matrix back once and builds the hierarchy;
 /// [`Amg::update`] rebuilds it after the values change (a time step's or a Newton step's new
-/// matrix). Applying it after the matrix changed through its methods (`inc`, `zero`,
+/// matrix), keeping the aggregates of the first build. Applying it after the matrix changed through its methods (`inc`, `zero`,
 /// `zero_rows`, a `Dirichlet` condition) without `update` is an error; values written into
 /// `Mat::values` directly are not seen.
 pub struct Amg<'a, T: Real> {
@@ -108,6 +110,8 @@ pub struct Amg<'a, T: Real> {
     levels: Vec<Level<T>>,
     coarse: Coarse<T>,
     report: AmgReport,
+    /// Each level's tentative prolongation (its aggregates), for `update`.
+    tentatives: Vec<CsMat<f64>>,
 }
 
 impl<'a, T: Real> Amg<'a, T> {
@@ -116,7 +120,7 @@ impl<'a, T: Real> Amg<'a, T> {
     /// matrix on a distributed set and a coarsest level too large to invert are errors naming
     /// them.
     pub fn new(ctx: &Context, a: &'a Mat<T>, options: &AmgOptions) -> Result<Amg<'a, T>> {
-        let (levels, coarse, report) = build(ctx, a, options)?;
+        let (levels, coarse, report, tentatives) = build(ctx, a, options, None)?;
         Ok(Amg {
             a,
             generation: a.generation.get(),
@@ -124,12 +128,19 @@ impl<'a, T: Real> Amg<'a, T> {
             levels,
             coarse,
             report,
+            tentatives,
         })
     }
 
-    /// Rebuilds the hierarchy from the matrix's current values (same options).
+    /// Rebuilds the hierarchy from the matrix's current values (same options), keeping the
+    /// aggregates of the first build (the matrix's pattern is the same; no strength of
+    /// connection, no aggregation): the smoothed prolongations, coarse operators, smoothers
+    /// and coarsest inverse come from the new values, as a time or Newton step needs. When
+    /// the values change in character (a new anisotropy, a coefficient jump that moved),
+    /// build a new `Amg` instead: its aggregates follow the new strong connections.
     pub fn update(&mut self, ctx: &Context) -> Result<()> {
-        let (levels, coarse, report) = build(ctx, self.a, &self.options)?;
+        let reuse = Some(self.tentatives.as_slice());
+        let (levels, coarse, report, _) = build(ctx, self.a, &self.options, reuse)?;
         (self.levels, self.coarse, self.report) = (levels, coarse, report);
         self.generation = self.a.generation.get();
         Ok(())
@@ -336,10 +347,15 @@ fn read<T: Real>(a: &Mat<T>) -> Result<CsMat<f64>> {
         .map_err(|e| Error::Data(format!("AMG of Mat `{name}`: {}", e.3)))
 }
 
-type Built<T> = (Vec<Level<T>>, Coarse<T>, AmgReport);
+type Built<T> = (Vec<Level<T>>, Coarse<T>, AmgReport, Vec<CsMat<f64>>);
 
 /// Reads `a`, builds the hierarchy on the host, and creates its levels on the device.
-fn build<T: Real>(ctx: &Context, a: &Mat<T>, o: &AmgOptions) -> Result<Built<T>> {
+fn build<T: Real>(
+    ctx: &Context,
+    a: &Mat<T>,
+    o: &AmgOptions,
+    reuse: Option<&[CsMat<f64>]>,
+) -> Result<Built<T>> {
     let name = a.values.name().to_string();
     let wrong = [
         (o.degree == 0, "degree must be at least 1"),
@@ -374,7 +390,7 @@ fn build<T: Real>(ctx: &Context, a: &Mat<T>, o: &AmgOptions) -> Result<Built<T>>
         max_dense: MAX_COARSE,
         ..Params::default()
     };
-    let h = Hierarchy::new(host, &params).map_err(|e| {
+    let h = Hierarchy::new(host, &params, reuse).map_err(|e| {
         let at = |i: usize| format!("AMG of Mat `{name}`: row {i}");
         Error::Data(match e {
             SetupError::ZeroDiagonal(i) => format!(
@@ -490,8 +506,9 @@ fn build<T: Real>(ctx: &Context, a: &Mat<T>, o: &AmgOptions) -> Result<Built<T>>
         read_s,
         setup_s,
         upload_s: t2.elapsed().as_secs_f64(),
+        reused: reuse.is_some(),
     };
-    Ok((levels, coarse, report))
+    Ok((levels, coarse, report, h.tentatives))
 }
 
 /// A host CSR matrix as a [`Mat`] on `rows` x `cols`.

@@ -102,7 +102,7 @@ fn the_device_cycle_is_the_model_cycle() {
             max_levels: levels,
             ..Params::default()
         };
-        let h = Hierarchy::new(a.clone(), &params).unwrap();
+        let h = Hierarchy::new(a.clone(), &params, None).unwrap();
         let b: Vec<f64> = (0..a.rows())
             .map(|i| ((i * 37) % 11) as f64 - 5.0)
             .collect();

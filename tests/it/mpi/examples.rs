@@ -58,7 +58,10 @@ fn poisson<T: Real>(ctx: &Context, mesh: &Mesh, group: Option<&str>, rtol: f64) 
 }
 
 fn heat<T: Real>(ctx: &Context) -> Outcome {
-    let h = heat::run::<T>(ctx, &unit_square(10), 2e-3, 4, 0, &mut |_, _, _| Ok(())).unwrap();
+    let h = heat::run::<T>(ctx, &unit_square(10), 2e-3, 4, false, 0, &mut |_, _, _| {
+        Ok(())
+    })
+    .unwrap();
     let mut values = [h.heat, h.energy, h.amplitude].concat();
     values.extend(h.u);
     Outcome {
