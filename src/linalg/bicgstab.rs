@@ -127,7 +127,7 @@ pub async fn bicgstab_async<T: Real>(
     f.residual(a, &r, &tv)?;
     ctx.copy(&r, &r0)?;
     let (mut rho, mut rr) = dots()?;
-    if f.start(&rr).await? {
+    if f.start(&rr, 0).await? {
         return Ok(f.report);
     }
     // The last iteration's r^.v, t.s and t.t: 1 before the first (with p = v = 0 the first
@@ -185,7 +185,7 @@ pub async fn bicgstab_async<T: Real>(
         ctx.par_loop(&k("residual"), set, &args)?;
         (rv_last, ts_last, tt_last) = (rv, ts, tt);
         (rho, rr) = dots()?;
-        if f.after(it, rr.clone(), breakdown).await? {
+        if f.after(it, rr.clone(), 0, breakdown).await? {
             return f.finish(a, &r, &tv).await;
         }
         // r^ orthogonal to r while r is not 0 (Dirichlet data in b only, x = 0, makes r^ a left

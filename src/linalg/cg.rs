@@ -6,41 +6,41 @@
 
 use super::precond::Preconditioner;
 use super::solve::{Frame, Operator, SolveOptions, SolveReport};
-use crate::{Context, Dat, Kernel, Real, Result};
+use crate::{Context, Dat, Global, Kernel, Real, Result};
 use std::rc::Rc;
 
-/// The kernels of one type and dim (components per element), one WGSL source. `rr` is the
-/// squared norm of the current residual: at or below the Const `parloop_cg_tau_<type>` the
+/// The kernels of one type and dim (components per element), one WGSL source. `dots` holds
+/// r.z and r.r, the squared norm of the current residual: at or below the Const `parloop_cg_tau_<type>` the
 /// iterate has converged, and the steps leave x, r and p as they are (the iterations until the
 /// host's next check change nothing; the dot products of unchanged vectors repeat exactly).
 fn kernels(t: crate::DType, d: usize) -> String {
     format!(
         "
-fn pl_cg_step_{t}_{d}(rz: ptr<function, array<{t}, 1>>, pq: ptr<function, array<{t}, 1>>,
-                  rr: ptr<function, array<{t}, 1>>,
+fn pl_cg_step_{t}_{d}(dots: ptr<function, array<{t}, 2>>, pq: ptr<function, array<{t}, 1>>,
                   p: ptr<function, array<{t}, {d}>>, q: ptr<function, array<{t}, {d}>>,
                   x: ptr<function, array<{t}, {d}>>, r: ptr<function, array<{t}, {d}>>) {{
-    // r = 0 exactly gives r.z = 0: the step is then 0, not 0/0. (p.Ap = 0 with r.z != 0 is a
-    // breakdown, and stays one: the division gives inf.)
-    let stop = (*rz)[0] == {t}() || (*rr)[0] <= parloop_cg_tau_{t};
-    let alpha = select((*rz)[0] / (*pq)[0], {t}(), stop);
+    // dots = [r.z, r.r]. r = 0 exactly gives r.z = 0: the step is then 0, not 0/0. (p.Ap = 0
+    // with r.z != 0 is a breakdown, and stays one: the division gives inf.)
+    let rz = (*dots)[0];
+    let stop = rz == {t}() || (*dots)[1] <= parloop_cg_tau_{t};
+    let alpha = select(rz / (*pq)[0], {t}(), stop);
     for (var i = 0u; i < {d}u; i++) {{
         (*x)[i] += alpha * (*p)[i];
         (*r)[i] -= alpha * (*q)[i];
     }}
 }}
-fn pl_cg_direction_{t}_{d}(rz: ptr<function, array<{t}, 1>>, old: ptr<function, array<{t}, 1>>,
-                       rr: ptr<function, array<{t}, 1>>,
+fn pl_cg_direction_{t}_{d}(dots: ptr<function, array<{t}, 2>>, old: ptr<function, array<{t}, 2>>,
                        z: ptr<function, array<{t}, {d}>>, p: ptr<function, array<{t}, {d}>>) {{
-    let beta = select((*rz)[0] / (*old)[0], {t}(), (*rz)[0] == {t}());
-    let keep = (*rr)[0] <= parloop_cg_tau_{t};
+    let rz = (*dots)[0];
+    let beta = select(rz / (*old)[0], {t}(), rz == {t}());
+    let keep = (*dots)[1] <= parloop_cg_tau_{t};
     for (var i = 0u; i < {d}u; i++) {{ (*p)[i] = select((*z)[i] + beta * (*p)[i], (*p)[i], keep); }}
 }}
 fn pl_cg_dots_{t}_{d}(r: ptr<function, array<{t}, {d}>>, z: ptr<function, array<{t}, {d}>>,
-                  rz: ptr<function, array<{t}, 1>>, rr: ptr<function, array<{t}, 1>>) {{
+                  dots: ptr<function, array<{t}, 2>>) {{
     for (var i = 0u; i < {d}u; i++) {{
-        (*rz)[0] += (*r)[i] * (*z)[i];
-        (*rr)[0] += (*r)[i] * (*r)[i];
+        (*dots)[0] += (*r)[i] * (*z)[i];
+        (*dots)[1] += (*r)[i] * (*r)[i];
     }}
 }}
 "
@@ -90,24 +90,18 @@ pub async fn cg_async<T: Real>(
     let z_own = pc.map(|_| tmp("z")).transpose()?;
     let z = z_own.as_ref().unwrap_or(&r);
     let precondition = || pc.map_or(Ok(()), |m| m.apply(ctx, &r, z));
-    // r.z and r.r: one dot product without a preconditioner, one pass over r and z with.
-    let dots = || -> Result<_> {
-        if pc.is_none() {
-            let rr = Rc::new(ctx.dot(&r, &r)?);
-            return Ok((rr.clone(), rr));
-        }
-        let g = |n: &str| ctx.global(n, &[T::default()]);
-        let (rz, rr) = (g("cg r.z")?, g("cg r.r")?);
-        let args = [r.read(), z.read(), rz.inc(), rr.inc()];
-        ctx.par_loop(&k("dots"), set, &args)?;
-        Ok((Rc::new(rz), Rc::new(rr)))
+    // [r.z, r.r] in one pass, one Global (z is r without a preconditioner).
+    let dots = || -> Result<Rc<Global<T>>> {
+        let g = ctx.global("cg [r.z, r.r]", &[T::default(); 2])?;
+        ctx.par_loop(&k("dots"), set, &[r.read(), z.read(), g.inc()])?;
+        Ok(Rc::new(g))
     };
     ctx.constant(&format!("parloop_cg_tau_{t}"), f.tau())?;
     f.residual(a, &r, &q)?;
     precondition()?;
     ctx.copy(z, &p)?;
-    let (mut rz, mut rr) = dots()?;
-    if f.start(&rr).await? {
+    let mut rz = dots()?;
+    if f.start(&rz, 1).await? {
         return Ok(f.report);
     }
     let breakdown = "p.Ap or r.z was 0 or not finite: is A symmetric positive definite, with no \
@@ -115,22 +109,14 @@ pub async fn cg_async<T: Real>(
     for it in 1..=opts.max_iterations {
         a.apply(ctx, &p, &q)?;
         let pq = ctx.dot(&p, &q)?;
-        let args = [
-            rz.read(),
-            pq.read(),
-            rr.read(),
-            p.read(),
-            q.read(),
-            x.rw(),
-            r.rw(),
-        ];
+        let args = [rz.read(), pq.read(), p.read(), q.read(), x.rw(), r.rw()];
         ctx.par_loop(&k("step"), set, &args)?;
         precondition()?;
-        let (next, next_rr) = dots()?;
-        let args = [next.read(), rz.read(), next_rr.read(), z.read(), p.rw()];
+        let next = dots()?;
+        let args = [next.read(), rz.read(), z.read(), p.rw()];
         ctx.par_loop(&k("direction"), set, &args)?;
-        (rz, rr) = (next, next_rr);
-        if f.after(it, rr.clone(), breakdown).await? {
+        rz = next;
+        if f.after(it, rz.clone(), 1, breakdown).await? {
             return f.finish(a, &r, &q).await;
         }
     }

@@ -191,7 +191,7 @@ pub async fn gmres_async<T: Real>(
     ctx.constant("parloop_gmres_column", 1u32)?;
     f.residual(a, &r, &w)?;
     let mut rr = Rc::new(ctx.dot(&r, &r)?);
-    if f.start(&rr).await? {
+    if f.start(&rr, 0).await? {
         return Ok(f.report);
     }
     let breakdown = "the least-squares problem became singular or a value not finite: is A \

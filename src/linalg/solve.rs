@@ -98,7 +98,7 @@ pub(super) struct Frame<'a, T: Real> {
     preconditioned: bool,
     /// The squared norms of the updated residual after each iteration since the last check
     /// (Globals on the device; read only at a check).
-    kept: Vec<(usize, Rc<Global<T>>)>,
+    kept: Vec<(usize, Rc<Global<T>>, usize)>,
     pub report: SolveReport,
 }
 
@@ -270,9 +270,10 @@ impl<'a, T: Real> Frame<'a, T> {
         )
     }
 
-    /// The initial residual's squared norm `rr` read: true when it is already below rtol.
-    pub async fn start(&mut self, rr: &Global<T>) -> Result<bool> {
-        let rr = rr.value_async().await?[0];
+    /// The initial residual's squared norm, value `at` of `rr`, read: true when it is
+    /// already below rtol.
+    pub async fn start(&mut self, rr: &Global<T>, at: usize) -> Result<bool> {
+        let rr = rr.value_async().await?[at];
         let first = rr.to_f64().sqrt() / self.b_norm;
         if !first.is_finite() {
             return Err(Error::Usage(format!(
@@ -294,19 +295,30 @@ impl<'a, T: Real> Frame<'a, T> {
         it.is_multiple_of(self.opts.check_every) || it == self.opts.max_iterations
     }
 
-    /// After iteration `it`, `rr` the squared norm of its updated residual: on a check, reads
+    /// After iteration `it`, value `at` of `rr` the squared norm of its updated residual: on a
+    /// check, reads
     /// it; true when below rtol, the report then holding the exact iteration that first was
     /// (found among the kept norms since the last check). A residual that is not finite
     /// (`breakdown` says what that means for this solver) or grew 1e10-fold is an error
     /// naming the iterations.
-    pub async fn after(&mut self, it: usize, rr: Rc<Global<T>>, breakdown: &str) -> Result<bool> {
+    pub async fn after(
+        &mut self,
+        it: usize,
+        rr: Rc<Global<T>>,
+        at: usize,
+        breakdown: &str,
+    ) -> Result<bool> {
         self.report.iterations = it;
-        self.kept.push((it, rr));
+        self.kept.push((it, rr, at));
         if !self.checks(it) {
             return Ok(false);
         }
         let kept = std::mem::take(&mut self.kept);
-        let last = kept[kept.len() - 1].1.value_async().await?[0];
+        let value = |k: usize| {
+            let (_, g, at) = &kept[k];
+            async move { Ok::<T, Error>(g.value_async().await?[*at]) }
+        };
+        let last = value(kept.len() - 1).await?;
         let res = last.to_f64().sqrt() / self.b_norm;
         self.judge(it, res, breakdown)?;
         if !self.below(last) {
@@ -318,7 +330,7 @@ impl<'a, T: Real> Frame<'a, T> {
         let (mut lo, mut hi) = (0, kept.len() - 1);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            if self.below(kept[mid].1.value_async().await?[0]) {
+            if self.below(value(mid).await?) {
                 hi = mid;
             } else {
                 lo = mid + 1;
