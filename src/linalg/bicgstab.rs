@@ -123,7 +123,11 @@ pub async fn bicgstab_async<T: Real>(
         ctx.par_loop(&k("dots"), set, &args)?;
         Ok((rho, Rc::new(rr)))
     };
-    ctx.constant(&format!("parloop_bicgstab_tau_{t}"), f.tau())?;
+    // Set again before each loop that reads it: a solve inside the operator or the
+    // preconditioner sets its own.
+    let tau = f.tau();
+    let with_tau = || ctx.constant(&format!("parloop_bicgstab_tau_{t}"), tau);
+    with_tau()?;
     f.residual(a, &r, &tv)?;
     ctx.copy(&r, &r0)?;
     let (mut rho, mut rr) = dots()?;
@@ -147,6 +151,7 @@ pub async fn bicgstab_async<T: Real>(
             v.read(),
             p.rw(),
         ];
+        with_tau()?;
         ctx.par_loop(&k("direction"), set, &args)?;
         precondition(&p, y)?;
         a.apply(ctx, y, &v)?;
@@ -159,6 +164,7 @@ pub async fn bicgstab_async<T: Real>(
             v.read(),
             s.write(),
         ];
+        with_tau()?;
         ctx.par_loop(&k("half"), set, &args)?;
         precondition(&s, z)?;
         a.apply(ctx, z, &tv)?;
@@ -173,6 +179,7 @@ pub async fn bicgstab_async<T: Real>(
             z.read(),
             x.rw(),
         ];
+        with_tau()?;
         ctx.par_loop(&k("solution"), set, &args)?;
         let args = [
             ts.read(),
@@ -182,6 +189,7 @@ pub async fn bicgstab_async<T: Real>(
             tv.read(),
             r.write(),
         ];
+        with_tau()?;
         ctx.par_loop(&k("residual"), set, &args)?;
         (rv_last, ts_last, tt_last) = (rv, ts, tt);
         (rho, rr) = dots()?;

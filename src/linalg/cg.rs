@@ -96,7 +96,11 @@ pub async fn cg_async<T: Real>(
         ctx.par_loop(&k("dots"), set, &[r.read(), z.read(), g.inc()])?;
         Ok(Rc::new(g))
     };
-    ctx.constant(&format!("parloop_cg_tau_{t}"), f.tau())?;
+    // Set again before each loop that reads it: a solve inside the operator or the
+    // preconditioner sets its own.
+    let tau = f.tau();
+    let with_tau = || ctx.constant(&format!("parloop_cg_tau_{t}"), tau);
+    with_tau()?;
     f.residual(a, &r, &q)?;
     precondition()?;
     ctx.copy(z, &p)?;
@@ -110,10 +114,12 @@ pub async fn cg_async<T: Real>(
         a.apply(ctx, &p, &q)?;
         let pq = ctx.dot(&p, &q)?;
         let args = [rz.read(), pq.read(), p.read(), q.read(), x.rw(), r.rw()];
+        with_tau()?;
         ctx.par_loop(&k("step"), set, &args)?;
         precondition()?;
         let next = dots()?;
         let args = [next.read(), rz.read(), z.read(), p.rw()];
+        with_tau()?;
         ctx.par_loop(&k("direction"), set, &args)?;
         rz = next;
         if f.after(it, rz.clone(), 1, breakdown).await? {

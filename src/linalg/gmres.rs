@@ -201,6 +201,7 @@ pub async fn gmres_async<T: Real>(
     loop {
         // A cycle: V[0] = r / ||r||.
         let beta = rr.value_async().await?[0].to_f64().sqrt();
+        f.judge(it, beta / b_norm, breakdown)?;
         ctx.par_loop(
             &k("first"),
             set,
@@ -284,7 +285,17 @@ pub async fn gmres_async<T: Real>(
         if it >= opts.max_iterations {
             return f.limit(a, &r, &w).await;
         }
+        // A restart from the true residual, which may already be below rtol (the estimate
+        // and the true residual part in finite precision).
         f.residual(a, &r, &w)?;
         rr = Rc::new(ctx.dot(&r, &r)?);
+        let value = rr.value_async().await?[0];
+        if f.below(value) {
+            f.report.iterations = it;
+            f.report
+                .residuals
+                .push((it, value.to_f64().sqrt() / b_norm));
+            return f.finish(a, &r, &w).await;
+        }
     }
 }

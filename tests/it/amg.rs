@@ -232,9 +232,12 @@ fn amg_on_negative_singular_stale_indefinite_and_diagonal_matrices() {
     let (x_big, r_big) = cg_with(&ctx, &g.a, &b, &amg).unwrap();
     let scaled: Vec<f32> = x_big.iter().map(|v| 1000.0 * v).collect();
     assert!(close(&scaled, &x_pos, 1e-3), "{r_big:?}");
-    // A time step's new matrix (a larger shift: a shorter step): the update keeps the
-    // aggregates, and preconditions as a hierarchy built afresh does.
-    g.assemble(&ctx, 1.0, 0.5);
+    // A time step's new matrix, from a mass-dominated one (a short step) to a nearly
+    // singular one (a long step): the update keeps the aggregates, recomputes the candidate
+    // from the new values, and preconditions as a hierarchy built afresh does.
+    g.assemble(&ctx, 1.0, 10.0);
+    amg.update(&ctx).unwrap();
+    g.assemble(&ctx, 1.0, 1e-4);
     amg.update(&ctx).unwrap();
     let fresh = Amg::new(&ctx, &g.a, &AmgOptions::default()).unwrap();
     assert!(amg.report().reused && !fresh.report().reused);

@@ -109,3 +109,40 @@ fn a_true_residual_far_above_rtol_is_an_error_or_an_unconverged_report() {
         }
     }
 }
+
+/// A solve inside the operator (a Schur complement's inner solve, here an unrelated system
+/// with a 1000 times larger right-hand side) leaves the outer solve as it was: each solve's
+/// kernels read its own tolerance.
+#[test]
+fn a_solve_inside_the_operator_leaves_the_outer_solve_alone() {
+    let ctx = ctx();
+    let p = problem_with(&ctx, 12, [0.0, 0.0]);
+    let inner = problem_with(&ctx, 6, [0.0, 0.0]);
+    let big = ctx.dat_zeros::<f32>("1000 b", &inner.vertices, 1).unwrap();
+    ctx.copy(&inner.b, &big).unwrap();
+    ctx.scale(&big, 1000.0).unwrap();
+    let solves = Cell::new(0);
+    let nested = |ctx: &Context, x: &Dat<f32>, y: &Dat<f32>| {
+        p.a.mult(ctx, x, y)?;
+        let z = ctx.dat_zeros::<f32>("inner x", &inner.vertices, 1)?;
+        cg(ctx, &inner.a, &big, &z, None, &SolveOptions::default())?;
+        solves.set(solves.get() + 1);
+        Ok(())
+    };
+    let plain = |ctx: &Context, x: &Dat<f32>, y: &Dat<f32>| p.a.mult(ctx, x, y);
+    let opts = SolveOptions {
+        rtol: 1e-6,
+        max_iterations: 400,
+        ..SolveOptions::default()
+    };
+    let run = |op: &dyn parloop::linalg::Operator<f32>| {
+        let x = ctx.dat_zeros::<f32>("x", &p.vertices, 1).unwrap();
+        let report = cg(&ctx, op, &p.b, &x, None, &opts).unwrap();
+        (report, x.data_ro().unwrap().to_vec())
+    };
+    let (alone, x_alone) = run(&plain);
+    let (with, x_with) = run(&nested);
+    assert!(solves.get() > 10, "{}", solves.get());
+    assert_eq!(alone.iterations, with.iterations, "{alone:?} {with:?}");
+    assert_eq!(x_alone, x_with);
+}

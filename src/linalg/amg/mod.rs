@@ -110,8 +110,8 @@ pub struct Amg<'a, T: Real> {
     levels: Vec<Level<T>>,
     coarse: Coarse<T>,
     report: AmgReport,
-    /// Each level's tentative prolongation (its aggregates), for `update`.
-    tentatives: Vec<CsMat<f64>>,
+    /// Each level's aggregates, for `update`.
+    aggregates: Vec<(Vec<u32>, usize)>,
 }
 
 impl<'a, T: Real> Amg<'a, T> {
@@ -120,7 +120,7 @@ impl<'a, T: Real> Amg<'a, T> {
     /// matrix on a distributed set and a coarsest level too large to invert are errors naming
     /// them.
     pub fn new(ctx: &Context, a: &'a Mat<T>, options: &AmgOptions) -> Result<Amg<'a, T>> {
-        let (levels, coarse, report, tentatives) = build(ctx, a, options, None)?;
+        let (levels, coarse, report, aggregates) = build(ctx, a, options, None)?;
         Ok(Amg {
             a,
             generation: a.generation.get(),
@@ -128,18 +128,18 @@ impl<'a, T: Real> Amg<'a, T> {
             levels,
             coarse,
             report,
-            tentatives,
+            aggregates,
         })
     }
 
     /// Rebuilds the hierarchy from the matrix's current values (same options), keeping the
     /// aggregates of the first build (the matrix's pattern is the same; no strength of
-    /// connection, no aggregation): the smoothed prolongations, coarse operators, smoothers
-    /// and coarsest inverse come from the new values, as a time or Newton step needs. When
+    /// connection, no aggregation): the near-nullspace candidate, the prolongations, coarse
+    /// operators, smoothers and coarsest inverse come from the new values, as a time or Newton step needs. When
     /// the values change in character (a new anisotropy, a coefficient jump that moved),
     /// build a new `Amg` instead: its aggregates follow the new strong connections.
     pub fn update(&mut self, ctx: &Context) -> Result<()> {
-        let reuse = Some(self.tentatives.as_slice());
+        let reuse = Some(self.aggregates.as_slice());
         let (levels, coarse, report, _) = build(ctx, self.a, &self.options, reuse)?;
         (self.levels, self.coarse, self.report) = (levels, coarse, report);
         self.generation = self.a.generation.get();
@@ -347,14 +347,14 @@ fn read<T: Real>(a: &Mat<T>) -> Result<CsMat<f64>> {
         .map_err(|e| Error::Data(format!("AMG of Mat `{name}`: {}", e.3)))
 }
 
-type Built<T> = (Vec<Level<T>>, Coarse<T>, AmgReport, Vec<CsMat<f64>>);
+type Built<T> = (Vec<Level<T>>, Coarse<T>, AmgReport, Vec<(Vec<u32>, usize)>);
 
 /// Reads `a`, builds the hierarchy on the host, and creates its levels on the device.
 fn build<T: Real>(
     ctx: &Context,
     a: &Mat<T>,
     o: &AmgOptions,
-    reuse: Option<&[CsMat<f64>]>,
+    reuse: Option<&[(Vec<u32>, usize)]>,
 ) -> Result<Built<T>> {
     let name = a.values.name().to_string();
     let wrong = [
@@ -508,7 +508,7 @@ fn build<T: Real>(
         upload_s: t2.elapsed().as_secs_f64(),
         reused: reuse.is_some(),
     };
-    Ok((levels, coarse, report, h.tentatives))
+    Ok((levels, coarse, report, h.aggregates))
 }
 
 /// A host CSR matrix as a [`Mat`] on `rows` x `cols`.

@@ -57,9 +57,9 @@ pub(super) struct Hierarchy {
     pub(super) coarse: CsMat<f64>,
     /// Its inverse (a pseudo-inverse when it is symmetric and singular), dense, row-major.
     pub(super) inverse: Vec<f64>,
-    /// The tentative prolongation of each level (its aggregates and candidate), which a
+    /// The aggregates of each level (each unknown's aggregate, and their count), which a
     /// rebuild from new values of the same pattern may reuse.
-    pub(super) tentatives: Vec<CsMat<f64>>,
+    pub(super) aggregates: Vec<(Vec<u32>, usize)>,
 }
 
 /// What went wrong, for the caller to word.
@@ -85,16 +85,16 @@ pub(super) enum SetupError {
 }
 
 impl Hierarchy {
-    /// Builds the hierarchy of `a` (CSR, scalar entries); with `reuse`, the tentative
-    /// prolongations of an earlier build of a matrix of the same pattern (no strength, no
-    /// aggregation: the rest is recomputed from the values).
+    /// Builds the hierarchy of `a` (CSR, scalar entries); with `reuse`, the aggregates of an
+    /// earlier build of a matrix of the same pattern (no strength, no aggregation: the
+    /// candidate, prolongations and products are recomputed from the values).
     pub(super) fn new(
         a: CsMat<f64>,
         params: &Params,
-        reuse: Option<&[CsMat<f64>]>,
+        reuse: Option<&[(Vec<u32>, usize)]>,
     ) -> Result<Hierarchy, SetupError> {
         let mut levels = Vec::new();
-        let mut tentatives = Vec::new();
+        let mut kept = Vec::new();
         let mut a = a.to_csr();
         if a.rows() != a.cols() {
             return Err(SetupError::NotSquare(a.rows(), a.cols()));
@@ -105,16 +105,15 @@ impl Hierarchy {
         loop {
             let n = a.rows();
             let dinv = inverse_diagonal(&a)?;
-            let p0 = match reuse {
-                Some(t) => match t.get(levels.len()) {
-                    Some(p0) if p0.rows() == n => p0.clone(),
+            let (aggregate, count) = match reuse {
+                Some(r) => match r.get(levels.len()) {
+                    Some(agg) if agg.0.len() == n => agg.clone(),
                     _ => break,
                 },
                 None => {
                     if n <= params.max_coarse || levels.len() + 1 >= params.max_levels {
                         break;
                     }
-                    improve(&a, &mut candidate, params.improve);
                     let strong = strength(&a, params.theta);
                     let (aggregate, count) = aggregates(&strong);
                     if count == 0 || count as f64 > 0.9 * n as f64 {
@@ -122,19 +121,20 @@ impl Hierarchy {
                         stalled = true;
                         break;
                     }
-                    let (p0, coarse_candidate) = tentative(&aggregate, count, &candidate);
-                    candidate = coarse_candidate;
-                    p0
+                    (aggregate, count)
                 }
             };
+            improve(&a, &mut candidate, params.improve);
+            let (p0, coarse_candidate) = tentative(&aggregate, count, &candidate);
             let rho = spectral_radius(&a, &dinv)?;
             let p = smooth(&a, &dinv, &p0, params.omega / rho);
             let r: CsMat<f64> = p.transpose_view().to_csr();
             let ap = &a * &p;
             let next = (&r * &ap).to_csr();
             levels.push(Level { a, p, r, dinv, rho });
-            tentatives.push(p0);
+            kept.push((aggregate, count));
             a = next;
+            candidate = coarse_candidate;
         }
         if a.rows() > params.max_dense {
             return Err(SetupError::CoarseTooLarge {
@@ -149,7 +149,7 @@ impl Hierarchy {
             levels,
             coarse: a,
             inverse,
-            tentatives,
+            aggregates: kept,
         })
     }
 }
