@@ -5,7 +5,9 @@
 //! u = sin(pi x) sin(pi y) on the unit square (`--n` squares per side) and reports the L2
 //! error; `--mesh FILE.msh` solves it on your own mesh of triangles, with u given on the
 //! boundary facets of `--dirichlet GROUP` (default: the whole boundary) and its normal
-//! derivative (a Neumann condition) on the rest. `--pc amg` preconditions CG by algebraic
+//! derivative (a Neumann condition) on the rest. `--cube` solves u = sin(pi x) sin(pi y)
+//! sin(pi z) on tetrahedra of the unit cube instead (`--n` cubes per side, u given on the whole
+//! boundary). `--pc amg` preconditions CG by algebraic
 //! multigrid instead of Jacobi (one process). `--precision f64` runs
 //! in double precision (an adapter with f64). u and its error go to out/poisson/poisson.pvd for
 //! ParaView.
@@ -22,7 +24,7 @@ use parloop::linalg::{
 };
 use parloop::mesh::pvtu::{PartField, PartSeries};
 use parloop::mesh::topology::MeshData;
-use parloop::mesh::{CellType, Mesh, gmsh, unit_square};
+use parloop::mesh::{CellType, Mesh, gmsh, unit_cube_tets, unit_square};
 use parloop::{Context, Dat, Error, IterSpace, Kernel, Real, Result};
 use std::f64::consts::PI;
 use std::path::PathBuf;
@@ -36,10 +38,14 @@ struct Args {
     /// Squares per side of the unit square (2 n^2 triangles).
     #[arg(long, default_value_t = 128)]
     n: usize,
-    /// Move the unit square's interior vertices by up to this fraction of a square's side in
-    /// x and y (a mesh that is not uniform; 0.2 keeps every triangle well shaped).
+    /// Move the unit square's (or cube's) interior vertices by up to this fraction of a
+    /// square's side in each coordinate (a mesh that is not uniform; 0.2 keeps every triangle
+    /// well shaped, 0.1 every tetrahedron).
     #[arg(long, default_value_t = 0.0)]
     jitter: f64,
+    /// Tetrahedra of the unit cube (6 n^3), u = sin(pi x) sin(pi y) sin(pi z).
+    #[arg(long)]
+    cube: bool,
     /// A Gmsh mesh (.msh) of triangles instead of the unit square.
     #[arg(long)]
     mesh: Option<PathBuf>,
@@ -75,9 +81,14 @@ pub enum Pc {
     Amg,
 }
 
-/// `mesh` (the unit square of `n` squares per side) with its interior vertices moved by up to
-/// `jitter / n` in x and y, the same on every run and rank.
+/// `mesh` (the unit square or cube of `n` squares or cubes per side) with its interior
+/// vertices moved by up to `jitter / n` in each coordinate, the same on every run and rank.
 pub fn jittered(mut mesh: Mesh, n: usize, jitter: f64) -> Mesh {
+    let d = if mesh.cell_type == CellType::Tetrahedron {
+        3
+    } else {
+        2
+    };
     let h = 1.0 / n as f64;
     let mut state = 0x2545_f491_4f6c_dd1d_u64;
     let mut unit = || {
@@ -88,11 +99,12 @@ pub fn jittered(mut mesh: Mesh, n: usize, jitter: f64) -> Mesh {
         (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
     };
     for c in &mut mesh.coords {
-        let interior = c[0] > 0.0 && c[0] < 1.0 && c[1] > 0.0 && c[1] < 1.0;
-        let (dx, dy) = (unit(), unit());
+        let interior = c[..d].iter().all(|&x| x > 0.0 && x < 1.0);
+        let step: Vec<f64> = (0..d).map(|_| unit()).collect();
         if interior {
-            c[0] += 2.0 * jitter * h * dx;
-            c[1] += 2.0 * jitter * h * dy;
+            for (x, s) in c.iter_mut().zip(&step) {
+                *x += 2.0 * jitter * h * s;
+            }
         }
     }
     mesh
@@ -106,6 +118,11 @@ pub fn exact(x: [f64; 3]) -> f64 {
 /// Its source term, -div(grad u).
 pub fn source_term(x: [f64; 3]) -> f64 {
     2.0 * PI * PI * exact(x)
+}
+
+/// The manufactured solution on the unit cube.
+pub fn exact_3d(x: [f64; 3]) -> f64 {
+    (PI * x[0]).sin() * (PI * x[1]).sin() * (PI * x[2]).sin()
 }
 
 /// Its gradient.
@@ -169,6 +186,9 @@ fn neumann(g: ptr<function, array<T, 1>>, b: ptr<function, array<T, 2>>) {
 fn lumped_mass(area: ptr<function, array<T, 1>>, m: ptr<function, array<T, 3>>) {
     for (var i = 0u; i < 3u; i++) { (*m)[i] += (*area)[0] / 3.0; }
 }
+fn lumped_mass_3d(volume: ptr<function, array<T, 1>>, m: ptr<function, array<T, 4>>) {
+    for (var i = 0u; i < 4u; i++) { (*m)[i] += (*volume)[0] / 4.0; }
+}
 fn unused(m: ptr<function, array<T, 1>>, fixed: ptr<function, array<T, 1>>) {
     if ((*m)[0] == T(0)) { (*fixed)[0] = T(1); }
 }
@@ -201,15 +221,20 @@ pub fn solve_with<T: Real>(
 ) -> Result<Solution<T>> {
     // On N ranks every rank learns of one rank's wrong mesh (else the others would wait for
     // it in MeshData::new).
-    let triangles = if mesh.cell_type == CellType::Triangle {
-        Ok(())
-    } else {
-        Err(Error::Usage(format!(
-            "the Poisson example runs on triangles; this mesh has {} cells",
-            mesh.cell_type.name()
-        )))
+    // Triangles, or tetrahedra with u given on the whole boundary.
+    let cube = mesh.cell_type == CellType::Tetrahedron;
+    let usable = match (mesh.cell_type, dirichlet) {
+        (CellType::Triangle, _) | (CellType::Tetrahedron, None) => Ok(()),
+        (CellType::Tetrahedron, Some(g)) => Err(Error::Usage(format!(
+            "--dirichlet {g}: on tetrahedra the Poisson example gives u on the whole boundary \
+             (leave --dirichlet out)"
+        ))),
+        (other, _) => Err(Error::Usage(format!(
+            "the Poisson example runs on triangles or tetrahedra; this mesh has {} cells",
+            other.name()
+        ))),
     };
-    ctx.agree(triangles, "checking the Poisson example's mesh")?;
+    ctx.agree(usable, "checking the Poisson example's mesh")?;
     let md = MeshData::new(ctx, mesh)?;
     let on_dirichlet = dirichlet_facets(&md, dirichlet)?;
     let source = T::DTYPE.to_string();
@@ -222,36 +247,50 @@ pub fn solve_with<T: Real>(
         )
     };
     let x = md.coords_as::<T>(ctx)?;
-    let f = md.interpolate::<T>(ctx, "f", source_term)?;
-    let g = md.interpolate::<T>(ctx, "exact", exact)?;
+    let (u_exact, f_exact): (fn([f64; 3]) -> f64, fn([f64; 3]) -> f64) = if cube {
+        (exact_3d, |x| 3.0 * PI * PI * exact_3d(x))
+    } else {
+        (exact, source_term)
+    };
+    let f = md.interpolate::<T>(ctx, "f", f_exact)?;
+    let g = md.interpolate::<T>(ctx, "exact", u_exact)?;
     let (a, b) = assemble::<T>(ctx, "A", &md.cell_vertices, &x, &f)?;
     // Neumann data on the boundary facets outside the Dirichlet group: b_i += |f| / 2
     // grad(u) . n at the facet's midpoint, for both its vertices (0 on the Dirichlet facets,
     // whose rows the condition replaces).
     let geometry = md.geometry(ctx, &x)?;
-    let fb = &geometry.boundary;
-    let (n, c, m) = (
-        fb.normal.data_ro()?,
-        fb.centroid.data_ro()?,
-        fb.measure.data_ro()?,
-    );
-    let flux: Vec<T> = (0..m.len())
-        .map(|f| {
-            let [gx, gy] = gradient([c[2 * f].to_f64(), c[2 * f + 1].to_f64(), 0.0]);
-            T::from_f64((gx * n[2 * f].to_f64() + gy * n[2 * f + 1].to_f64()) * m[f].to_f64() / 2.0)
-        })
-        .collect();
-    let flux = ctx.dat("neumann", &md.boundary, 1, &flux)?;
-    ctx.par_loop(
-        &k("neumann"),
-        &md.boundary,
-        &[flux.read(), b.all(&md.boundary_vertices).inc()],
-    )?;
-    // The lumped mass (a third of each cell's area per vertex), for the L2 error.
+    // (On tetrahedra u is given on the whole boundary: no Neumann facets.)
+    if !cube {
+        let fb = &geometry.boundary;
+        let (n, c, m) = (
+            fb.normal.data_ro()?,
+            fb.centroid.data_ro()?,
+            fb.measure.data_ro()?,
+        );
+        let flux: Vec<T> = (0..m.len())
+            .map(|f| {
+                let [gx, gy] = gradient([c[2 * f].to_f64(), c[2 * f + 1].to_f64(), 0.0]);
+                let g = gx * n[2 * f].to_f64() + gy * n[2 * f + 1].to_f64();
+                T::from_f64(g * m[f].to_f64() / 2.0)
+            })
+            .collect();
+        let flux = ctx.dat("neumann", &md.boundary, 1, &flux)?;
+        ctx.par_loop(
+            &k("neumann"),
+            &md.boundary,
+            &[flux.read(), b.all(&md.boundary_vertices).inc()],
+        )?;
+    }
+    // The lumped mass (a third of each triangle's area, a quarter of each tetrahedron's
+    // volume per vertex), for the L2 error.
     let mass = ctx.dat_zeros::<T>("lumped mass", &md.vertices, 1)?;
     let cv = &md.cell_vertices;
     ctx.par_loop(
-        &k("lumped_mass"),
+        &k(if cube {
+            "lumped_mass_3d"
+        } else {
+            "lumped_mass"
+        }),
         &md.cells,
         &[geometry.cells.measure.read(), mass.all(cv).inc()],
     )?;
@@ -327,6 +366,7 @@ fn main() {
 fn run_main(a: Args) -> std::result::Result<(), Box<dyn std::error::Error>> {
     let mesh = match &a.mesh {
         Some(p) => gmsh::read_file(p)?,
+        None if a.cube => jittered(unit_cube_tets(a.n), a.n, a.jitter),
         None => jittered(unit_square(a.n), a.n, a.jitter),
     };
     // --profile adds the table; PARLOOP_PROFILE=table asks for it as well. Under mpirun the
@@ -338,8 +378,9 @@ fn run_main(a: Args) -> std::result::Result<(), Box<dyn std::error::Error>> {
     })?;
     if ctx.rank() == 0 {
         println!(
-            "{} triangles, {} vertices, {}, {} rank(s); adapter {}",
+            "{} {}, {} vertices, {}, {} rank(s); adapter {}",
             mesh.ncells(),
+            if a.cube { "tetrahedra" } else { "triangles" },
             mesh.nvertices(),
             a.precision,
             ctx.ranks(),

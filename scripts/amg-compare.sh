@@ -6,7 +6,9 @@
 # exports A and b; PyAMG (its defaults) then preconditions SciPy's CG on the same system.
 # PyAMG and SciPy are installed with pip into a virtual environment (not dependencies).
 # Usage: scripts/amg-compare.sh [SIZES] [JACOBI_SIZES]  (squares per side; default 100,316
-# and 100,316: Jacobi-CG at 10^6 unknowns takes minutes on a CPU adapter)
+# and 100,316: Jacobi-CG at 10^6 unknowns takes minutes on a CPU adapter). CUBE=1: tetrahedra
+# of the unit cube instead (cubes per side, jittered by up to 0.1 of a side), e.g.
+# `CUBE=1 scripts/amg-compare.sh 21,46 21,46`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=${1:-100,316}
@@ -19,17 +21,18 @@ fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cargo build --quiet --release --example poisson
+if [ "${CUBE:-0}" = 1 ]; then mesh=(--cube --jitter 0.1); else mesh=(--jitter 0.2); fi
 run() {
-    target/release/examples/poisson --precision f64 --rtol 1e-8 --jitter 0.2 \
+    target/release/examples/poisson --precision f64 --rtol 1e-8 "${mesh[@]}" \
         --output "$dir/out" "$@"
 }
 for n in ${sizes//,/ }; do
     echo "## n = $n, AMG-CG (residual read every iteration)"
-    run --n "$n" --pc amg --check-every 1 --export "$dir/n$n" | grep -E "CG|AMG|triangles"
+    run --n "$n" --pc amg --check-every 1 --export "$dir/n$n" | grep -E "CG|AMG|triangles|tetrahedra"
 done
 for n in ${jacobi//,/ }; do
     echo "## n = $n, Jacobi-CG"
-    run --n "$n" --pc jacobi | grep -E "CG|triangles"
+    run --n "$n" --pc jacobi | grep -E "CG|triangles|tetrahedra"
 done
 "$venv/bin/python" - "$dir" <<'PY'
 import glob, sys, time

@@ -1,4 +1,5 @@
-//! P1 finite elements for -div(grad u) = f on triangles, and for implicit time steps of the
+//! P1 finite elements for -div(grad u) = f on triangles and tetrahedra, and for implicit time
+//! steps of the
 //! heat equation: the element matrix `mass M + stiffness K` (M lumped: a third of the cell's
 //! area on each vertex's diagonal; K the Laplacian's) and the load as one par_loop that
 //! assembles a [`Mat`] and a right-hand side, on one process or on N ranks (the cell and
@@ -45,9 +46,53 @@ fn p1_laplacian(c: ptr<function, array<{t}, 2>>, x: ptr<function, array<{t}, 6>>
     )
 }
 
+/// [`element_kernel`] on tetrahedra (x of dim 3, a quarter of the volume per vertex).
+pub fn element_kernel_3d<T: Real>() -> Kernel {
+    let t = T::DTYPE;
+    Kernel::new(
+        "p1_laplacian_3d",
+        format!(
+            "
+fn p1_laplacian_3d(c: ptr<function, array<{t}, 2>>, x: ptr<function, array<{t}, 12>>,
+                   f: ptr<function, array<{t}, 4>>,
+                   a: ptr<function, array<{t}, 16>>, b: ptr<function, array<{t}, 4>>) {{
+    // J's columns are the edges from vertex 0; grad(phi_k) for k = 1..3 are the rows of J^-1.
+    var e: array<array<{t}, 3>, 3>;
+    for (var k = 0u; k < 3u; k++) {{
+        for (var d = 0u; d < 3u; d++) {{ e[k][d] = (*x)[3u * (k + 1u) + d] - (*x)[d]; }}
+    }}
+    // The cofactors: row k of J^-1 is (e[k+1] x e[k+2]) / det.
+    var g: array<array<{t}, 3>, 4>;
+    for (var k = 0u; k < 3u; k++) {{
+        let p = e[(k + 1u) % 3u];
+        let q = e[(k + 2u) % 3u];
+        g[k + 1u] = array<{t}, 3>(p[1] * q[2] - p[2] * q[1], p[2] * q[0] - p[0] * q[2],
+                                  p[0] * q[1] - p[1] * q[0]);
+    }}
+    let det = e[0][0] * g[1][0] + e[0][1] * g[1][1] + e[0][2] * g[1][2];
+    for (var k = 1u; k < 4u; k++) {{
+        for (var d = 0u; d < 3u; d++) {{ g[k][d] = g[k][d] / det; }}
+    }}
+    for (var d = 0u; d < 3u; d++) {{ g[0][d] = -(g[1][d] + g[2][d] + g[3][d]); }}
+    let volume = abs(det) / 6.0;
+    for (var i = 0u; i < 4u; i++) {{
+        for (var j = 0u; j < 4u; j++) {{
+            let m = select({t}(), (*c)[0] * volume / 4.0, i == j);
+            let gg = g[i][0] * g[j][0] + g[i][1] * g[j][1] + g[i][2] * g[j][2];
+            (*a)[4u * i + j] += m + (*c)[1] * volume * gg;
+        }}
+        (*b)[i] += volume / 4.0 * (*f)[i];
+    }}
+}}
+"
+        ),
+    )
+}
+
 /// The stiffness matrix `A` (named `name`) on the pattern of `cell_vertices` and the load
-/// `b` of the source `f` (a Dat on the vertices), from the coordinates `x` (dim 2): one
-/// par_loop over the cells, recorded lazily like any other.
+/// `b` of the source `f` (a Dat on the vertices), from the coordinates `x` (dim 2 on
+/// triangles, 3 on tetrahedra: `cell_vertices` of arity 3 or 4): one par_loop over the cells,
+/// recorded lazily like any other.
 pub fn assemble<T: Real>(
     ctx: &Context,
     name: &str,
@@ -83,6 +128,10 @@ pub fn assemble_scaled<T: Real>(
         a.inc(cv, cv)?,
         b.all(cv).inc(),
     ];
-    ctx.par_loop(&element_kernel::<T>(), cv.from_set(), &args)?;
+    let kernel = match cv.arity() {
+        4 => element_kernel_3d::<T>(),
+        _ => element_kernel::<T>(),
+    };
+    ctx.par_loop(&kernel, cv.from_set(), &args)?;
     Ok((a, b))
 }

@@ -3,7 +3,8 @@
 //! (f64, where the adapter has it) on jittered meshes, where CG must work; on the Gmsh channel,
 //! with u given on the whole boundary or on the inlet only (its normal derivative on the rest),
 //! the error is that of a mesh of its size; a vertex in no cell is left out; a mesh of other
-//! cells or an unknown group is refused.
+//! cells, a group on tetrahedra or an unknown group is refused. On jittered tetrahedra,
+//! u = sin(pi x) sin(pi y) sin(pi z): h^2 again, and AMG-CG's count nearly flat.
 
 use crate::common;
 
@@ -72,12 +73,63 @@ fn the_channel_with_dirichlet_groups_and_refusals() {
         e.contains("no group of boundary facets named `exit`"),
         "{e}"
     );
-    let e = solve::<f32>(&ctx, &unit_cube_tets(1), None, &opts)
+    let e = solve::<f32>(&ctx, &unit_cube_tets(2), Some("inlet"), &opts)
         .err()
         .expect("refused")
         .to_string();
     assert!(
-        e.contains("runs on triangles; this mesh has tetrahedron cells"),
+        e.contains("on tetrahedra the Poisson example gives u on the whole boundary"),
         "{e}"
     );
+    let mut quads = unit_square(2);
+    quads.cell_type = parloop::mesh::CellType::Quadrilateral;
+    quads.cells.truncate(4 * 2);
+    let e = solve::<f32>(&ctx, &quads, None, &opts)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("runs on triangles or tetrahedra; this mesh has quadrilateral cells"),
+        "{e}"
+    );
+}
+
+/// On tetrahedra of the unit cube (jittered), u = sin(pi x) sin(pi y) sin(pi z): the L2 error
+/// falls as h^2, and AMG-CG takes the Jacobi-CG solution's error in a few iterations, their
+/// count nearly flat while Jacobi-CG's doubles with n.
+#[test]
+fn tetrahedra_converge_at_second_order_and_amg_keeps_its_count() {
+    let ctx = common::ctx();
+    let opts = SolveOptions {
+        rtol: 1e-6,
+        check_every: 1,
+        ..SolveOptions::default()
+    };
+    let mut rows = Vec::new();
+    for n in [4, 8, 16] {
+        let mesh = poisson::jittered(unit_cube_tets(n), n, 0.1);
+        let solve = |pc| poisson::solve_with::<f32>(&ctx, &mesh, None, &opts, pc).unwrap();
+        let (jacobi, amg) = (solve(poisson::Pc::Jacobi), solve(poisson::Pc::Amg));
+        let same = (jacobi.l2_error - amg.l2_error).abs() / jacobi.l2_error;
+        assert!(
+            same < 1e-3,
+            "n = {n}: {} against {}",
+            amg.l2_error,
+            jacobi.l2_error
+        );
+        rows.push((
+            n,
+            jacobi.l2_error,
+            jacobi.report.iterations,
+            amg.report.iterations,
+        ));
+    }
+    let rate = |a: f64, b: f64| (a / b).log2();
+    for w in rows.windows(2) {
+        let r = rate(w[0].1, w[1].1);
+        assert!(r > 1.6 && r < 2.4, "rate {r}: {rows:?}");
+    }
+    // Jacobi-CG grows about 2x per refinement; AMG-CG by at most a few iterations.
+    assert!(rows[2].2 >= 3 * rows[0].2, "{rows:?}");
+    assert!(rows[2].3 <= rows[0].3 + 6 && rows[2].3 <= 15, "{rows:?}");
 }
