@@ -294,6 +294,74 @@ impl<T: Real> Mat<T> {
         ctx.par_loop(&spmv(t, w, b, true), &s.rows, &args)
     }
 
+    /// y = A^T x, as a par_loop over the rows that increments y through each row's columns
+    /// (x on the rows, y on the columns; y is zeroed first). Its kernel is as wide as A's
+    /// rows, not as A^T's: multigrid restricts with it (R = P^T, whose rows are far longer
+    /// than P's). One process only.
+    #[track_caller]
+    pub fn mult_transpose(&self, ctx: &Context, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
+        let s = &self.sparsity;
+        let name = self.values.name();
+        if x.inner.id == y.inner.id {
+            return Err(Error::Usage(format!(
+                "Mat `{name}` transposed times `{}` into the same Dat: y = A^T x needs x and y \
+                 apart",
+                x.name()
+            )));
+        }
+        if s.rows.halo().is_some() {
+            return Err(Error::Usage(format!(
+                "Mat `{name}`: mult_transpose runs on one process (its rows `{}` are \
+                 distributed)",
+                s.rows.name()
+            )));
+        }
+        let b = self.block;
+        for (v, set, what) in [(x, &s.rows, "x"), (y, &s.cols, "y")] {
+            if v.set().id() != set.id() || v.dim() != b {
+                return Err(Error::Usage(format!(
+                    "Mat `{name}` transposed times `{}` into `{}`: {what} must be a Dat of dim \
+                     {b} (the block) on `{}`; `{}` has dim {} on `{}`",
+                    x.name(),
+                    y.name(),
+                    set.name(),
+                    v.name(),
+                    v.dim(),
+                    v.set().name()
+                )));
+            }
+        }
+        let (t, w) = (T::DTYPE, s.width);
+        let (wbb, wb, bb) = (w * b * b, w * b, b * b);
+        let kname = format!("pl_spmv_transpose_{t}_{w}_{b}");
+        let k = Kernel::new(
+            &kname,
+            format!(
+                "fn {kname}(v: ptr<function, array<{t}, {wbb}>>, n: ptr<function, array<u32, 1>>, \
+                 x: ptr<function, array<{t}, {b}>>, y: ptr<function, array<{t}, {wb}>>) {{
+    for (var s = 0u; s < {w}u; s++) {{
+        if (s < (*n)[0]) {{
+            for (var j = 0u; j < {b}u; j++) {{
+                var sum = {t}();
+                for (var i = 0u; i < {b}u; i++) {{ sum += (*v)[s * {bb}u + i * {b}u + j] * (*x)[i]; }}
+                (*y)[s * {b}u + j] += sum;
+            }}
+        }}
+    }}
+}}
+"
+            ),
+        );
+        ctx.zero(y)?;
+        let args = [
+            self.values.all(&s.row_slots).read(),
+            self.count.read(),
+            x.read(),
+            y.all(&s.row_cols).inc(),
+        ];
+        ctx.par_loop(&k, &s.rows, &args)
+    }
+
     /// Writes the matrix (its entries, not the padding) as a MatrixMarket coordinate file,
     /// 1-based, which SciPy's `scipy.io.mmread` and MATLAB read. Forces the assembly.
     #[cfg(not(target_arch = "wasm32"))]

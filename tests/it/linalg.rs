@@ -137,6 +137,20 @@ fn product_rows_diagonal_and_matrix_market() {
     }
     let got: Vec<f64> = y.data_ro().unwrap().iter().map(|&v| v as f64).collect();
     assert_eq!(got, ref_y, "y = A x");
+    // y = A^T x (the entries differ from their transposes: the test sees a transpose).
+    assert!(want.iter().any(|(&(r, c), v)| want.get(&(c, r)) != Some(v)));
+    let transpose = |x: &parloop::Dat<f32>| {
+        let yt = ctx.dat("yt", s.cols(), 1, &vec![7.0f32; n]).unwrap();
+        a.mult_transpose(&ctx, x, &yt).unwrap();
+        let got: Vec<f64> = yt.data_ro().unwrap().iter().map(|&v| v as f64).collect();
+        got
+    };
+    let mut ref_t = vec![0.0f64; n];
+    for (&(r, c), v) in &want {
+        ref_t[c as usize] += v * xv[r as usize] as f64;
+    }
+    let xr = ctx.dat("x on the rows", s.rows(), 1, &xv).unwrap();
+    assert_eq!(transpose(&xr), ref_t, "y = A^T x");
     // MatrixMarket: every entry once, 1-based, read back.
     let path = std::env::temp_dir().join(format!("parloop-mm-{}.mtx", std::process::id()));
     a.write_matrix_market(&path).unwrap();
@@ -161,6 +175,11 @@ fn product_rows_diagonal_and_matrix_market() {
     }
     let got: Vec<f64> = y.data_ro().unwrap().iter().map(|&v| v as f64).collect();
     assert_eq!(got, ones_y, "y = A x with every slot 1");
+    let mut ones_t = vec![0.0f64; n];
+    for &(r, c) in want.keys() {
+        ones_t[c as usize] += xv[r as usize] as f64;
+    }
+    assert_eq!(transpose(&xr), ones_t, "y = A^T x with every slot 1");
     assert!(s.fill() < 1.0, "the test needs padding: fill {}", s.fill());
     let (a, cells, w) = assemble(&ctx, 12);
     assert_eq!(reference(&cells, &w), want, "the same mesh again");

@@ -4,6 +4,7 @@
 //! as par_loops and sparse products (Chebyshev smoothing, restriction, prolongation, the
 //! coarsest level's inverse), with no host round trip inside a cycle.
 
+mod restrict;
 mod setup;
 #[cfg(test)]
 mod tests;
@@ -11,6 +12,7 @@ mod tests;
 use super::precond::Preconditioner;
 use super::{Mat, Sparsity};
 use crate::{Context, Dat, Error, Global, Kernel, Real, Result, Set};
+use restrict::Restriction;
 use setup::{Hierarchy, Params, SetupError};
 use sprs::CsMat;
 use std::rc::Rc;
@@ -74,7 +76,7 @@ struct Level<T: Real> {
     a: Option<Mat<T>>,
     /// Prolongation from the next level, and restriction to it.
     p: Mat<T>,
-    r: Mat<T>,
+    r: Restriction<T>,
     /// 1 / a_ii.
     dinv: Dat<T>,
     /// Chebyshev's first step, [1 / theta], and each later step's [c1, c2].
@@ -170,7 +172,7 @@ impl<'a, T: Real> Amg<'a, T> {
             None => (Some(&self.coarse.b), Some(&self.coarse.x)),
         };
         let (nb, nx) = (nb.expect("coarse levels own b"), nx.expect("and x"));
-        l.r.mult(ctx, &l.res, nb)?;
+        l.r.apply(ctx, &l.res, nb)?;
         self.cycle(ctx, k + 1, nb, nx)?;
         l.p.mult(ctx, nx, &l.q)?;
         ctx.par_loop(&kernel("add", t, d), b.set(), &[l.q.read(), x.rw()])?;
@@ -469,7 +471,7 @@ fn build<T: Real>(
                 .then(|| upload(ctx, &label("A"), set, set, &l.a))
                 .transpose()?,
             p: upload(ctx, &label("P"), set, next, &l.p)?,
-            r: upload(ctx, &label("R"), next, set, &l.r)?,
+            r: Restriction::new(ctx, &label("R"), set, next, &l.p)?,
             dinv: ctx.dat(&label("1/diagonal"), set, 1, &tv(&l.dinv))?,
             first: ctx.global(&label("chebyshev 0"), &[T::from_f64(1.0 / theta)])?,
             steps,
@@ -512,7 +514,7 @@ fn build<T: Real>(
 }
 
 /// A host CSR matrix as a [`Mat`] on `rows` x `cols`.
-fn upload<T: Real>(
+pub(super) fn upload<T: Real>(
     ctx: &Context,
     name: &str,
     rows: &Set,

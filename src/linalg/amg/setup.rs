@@ -42,8 +42,6 @@ pub(super) struct Level {
     pub(super) a: CsMat<f64>,
     /// Prolongation: this level's unknowns x the next level's.
     pub(super) p: CsMat<f64>,
-    /// Restriction, P transposed.
-    pub(super) r: CsMat<f64>,
     /// The inverse of A's diagonal.
     pub(super) dinv: Vec<f64>,
     /// An upper estimate of the spectral radius of D^-1 A.
@@ -131,7 +129,7 @@ impl Hierarchy {
             let r: CsMat<f64> = p.transpose_view().to_csr();
             let ap = &a * &p;
             let next = (&r * &ap).to_csr();
-            levels.push(Level { a, p, r, dinv, rho });
+            levels.push(Level { a, p, dinv, rho });
             kept.push((aggregate, count));
             a = next;
             candidate = coarse_candidate;

@@ -51,7 +51,8 @@ fn vcycle(h: &Hierarchy, o: &AmgOptions, k: usize, b: &[f64]) -> Vec<f64> {
     chebyshev(l, o, b, &mut x, true);
     let q = spmv(&l.a, &x);
     let r: Vec<f64> = b.iter().zip(&q).map(|(b, q)| b - q).collect();
-    let xc = vcycle(h, o, k + 1, &spmv(&l.r, &r));
+    let restriction: CsMat<f64> = l.p.transpose_view().to_csr();
+    let xc = vcycle(h, o, k + 1, &spmv(&restriction, &r));
     for (x, p) in x.iter_mut().zip(spmv(&l.p, &xc)) {
         *x += p;
     }

@@ -1,0 +1,92 @@
+//! Multigrid's restriction R = P^T, as a product of short rows: R's rows are long in 3-D
+//! (hundreds of entries) and a sparse product's kernel is as wide as its longest row.
+
+use super::upload;
+use crate::linalg::Mat;
+use crate::{Context, Dat, Kernel, Map, Real, Result, Set};
+use sprs::CsMat;
+
+/// Restriction R = P^T, in chunks. R's rows (one per coarse unknown) are long in 3-D (hundreds
+/// of entries), and a product's kernel is as wide as the longest row (which lavapipe took
+/// minutes to compile at 200): each row is split into chunks of at most `CHUNK` entries,
+/// multiplied as the rows of `chunks`, and the chunks summed per coarse unknown through `of`.
+pub(super) struct Restriction<T: Real> {
+    chunks: Mat<T>,
+    /// Coarse unknown -> its chunks (arity: the most chunks of a row; padding repeats).
+    of: Map,
+    /// Chunks per coarse unknown.
+    count: Dat<u32>,
+    /// Each chunk's sum.
+    sums: Dat<T>,
+}
+
+/// The most entries of a chunk of R's rows.
+const CHUNK: usize = 32;
+
+impl<T: Real> Restriction<T> {
+    /// R = P^T from this level (`fine`) to the next (`coarse`), P on the host.
+    pub(super) fn new(
+        ctx: &Context,
+        label: &str,
+        fine: &Set,
+        coarse: &Set,
+        p: &CsMat<f64>,
+    ) -> Result<Self> {
+        let r: CsMat<f64> = p.transpose_view().to_csr();
+        let (mut indptr, mut indices, mut data) = (vec![0usize], Vec::new(), Vec::new());
+        let mut of: Vec<Vec<u32>> = Vec::with_capacity(r.rows());
+        for row in r.outer_iterator() {
+            let (idx, val) = (row.indices(), row.data());
+            let mut mine = Vec::new();
+            for start in (0..idx.len()).step_by(CHUNK) {
+                let end = (start + CHUNK).min(idx.len());
+                mine.push((indptr.len() - 1) as u32);
+                indices.extend_from_slice(&idx[start..end]);
+                data.extend_from_slice(&val[start..end]);
+                indptr.push(indices.len());
+            }
+            of.push(mine);
+        }
+        let n = indptr.len() - 1;
+        let set = Set::new(format!("{label} chunks"), n);
+        let m = CsMat::new((n, fine.size()), indptr, indices, data);
+        let chunks = upload(ctx, label, &set, fine, &m)?;
+        let g = of.iter().map(Vec::len).max().unwrap_or(1).max(1);
+        // Every aggregate has members, so every row a chunk; an empty one would sum nothing.
+        let flat: Vec<u32> = of
+            .iter()
+            .flat_map(|c| {
+                let last = c.last().copied().unwrap_or(0);
+                c.iter().copied().chain(std::iter::repeat(last)).take(g)
+            })
+            .collect();
+        let counts: Vec<u32> = of.iter().map(|c| c.len() as u32).collect();
+        Ok(Restriction {
+            chunks,
+            of: Map::new(&format!("{label} chunks of"), coarse, &set, g, &flat)?,
+            count: ctx.dat(&format!("{label} chunk counts"), coarse, 1, &counts)?,
+            sums: ctx.dat_zeros::<T>(&format!("{label} chunk sums"), &set, 1)?,
+        })
+    }
+
+    /// Records y = R x.
+    pub(super) fn apply(&self, ctx: &Context, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
+        self.chunks.mult(ctx, x, &self.sums)?;
+        let (t, g) = (T::DTYPE, self.of.arity());
+        let name = format!("pl_amg_gather_{t}_{g}");
+        let k = Kernel::new(
+            &name,
+            format!(
+                "fn {name}(s: ptr<function, array<{t}, {g}>>, n: ptr<function, array<u32, 1>>, \
+                 y: ptr<function, array<{t}, 1>>) {{
+    var sum = {t}();
+    for (var k = 0u; k < {g}u; k++) {{ if (k < (*n)[0]) {{ sum += (*s)[k]; }} }}
+    (*y)[0] = sum;
+}}
+"
+            ),
+        );
+        let args = [self.sums.all(&self.of).read(), self.count.read(), y.write()];
+        ctx.par_loop(&k, self.of.from_set(), &args)
+    }
+}
