@@ -63,7 +63,7 @@ impl<T: Real> Restriction<T> {
         let counts: Vec<u32> = of.iter().map(|c| c.len() as u32).collect();
         Ok(Restriction {
             chunks,
-            of: Map::new(&format!("{label} chunks of"), coarse, &set, g, &flat)?,
+            of: Map::new(format!("{label} chunks of"), coarse, &set, g, &flat)?,
             count: ctx.dat(&format!("{label} chunk counts"), coarse, 1, &counts)?,
             sums: ctx.dat_zeros::<T>(&format!("{label} chunk sums"), &set, 1)?,
         })
