@@ -263,7 +263,7 @@ fn alias_problem(i: usize, args: &[Arg]) -> Option<String> {
     None
 }
 
-/// Data larger than the adapter binds.
+/// Data, or a map's indices, larger than the adapter binds.
 fn size_problem(a: &Arg, max: u64) -> Option<String> {
     if a.data.bytes() > max {
         return Some(format!(
@@ -273,6 +273,18 @@ fn size_problem(a: &Arg, max: u64) -> Option<String> {
             a.data.name,
             a.data.bytes()
         ));
+    }
+    if let Via::Map(m, _) | Via::MapAll(m) = &a.via {
+        let (rows, arity) = (m.from_set().total(), m.arity());
+        let bytes = (rows * arity * 4) as u64;
+        if bytes > max {
+            return Some(format!(
+                "map `{}` ({rows} elements x arity {arity}) needs {bytes} bytes of indices, over \
+                 the adapter's max_storage_buffer_binding_size of {max} bytes: split the set it \
+                 maps from into several (or use an adapter with larger bindings)",
+                m.name()
+            ));
+        }
     }
     None
 }

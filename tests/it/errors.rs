@@ -293,3 +293,30 @@ fn an_undeclared_const_names_the_function_that_uses_it_and_how_to_declare_it() {
         .unwrap();
     assert_eq!(&*u.data_ro().unwrap(), &[0.5; 4]);
 }
+
+/// A map whose indices are more than the adapter binds (lavapipe: 128 MiB, 2^25 indices) is
+/// refused before anything runs, naming the map, its size and the limit (it was the device's
+/// validation error at the bind group).
+#[test]
+fn a_map_over_the_binding_limit_is_refused_by_name() {
+    let ctx = ctx();
+    let max = ctx.gpu().limits.max_storage_buffer_binding_size as usize;
+    let n = max / 4 / 2 + 1;
+    let big = Set::new("big", n);
+    let one = Set::new("one", 1);
+    let m = Map::new("to one", &big, &one, 2, &vec![0u32; 2 * n]).unwrap();
+    let d = ctx.dat("d", &one, 1, &[1.0f32]).unwrap();
+    let k = Kernel::new(
+        "read",
+        "fn read(a: ptr<function, array<f32, 2>>) { let x = (*a)[0]; }",
+    );
+    let (msg, line) = loop_err(&ctx, &k, &big, &[d.all(&m).read()]);
+    assert_names(&msg, "read", line, Some(1), &[]);
+    assert!(
+        msg.contains(&format!(
+            "map `to one` ({n} elements x arity 2) needs {} bytes",
+            8 * n
+        )) && msg.contains("max_storage_buffer_binding_size"),
+        "{msg}"
+    );
+}
