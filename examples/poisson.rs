@@ -254,7 +254,8 @@ pub fn solve_with<T: Real>(
         )
     };
     let x = md.coords_as::<T>(ctx)?;
-    let (u_exact, f_exact): (fn([f64; 3]) -> f64, fn([f64; 3]) -> f64) = if cube {
+    type Field = fn([f64; 3]) -> f64;
+    let (u_exact, f_exact): (Field, Field) = if cube {
         (exact_3d, |x| 3.0 * PI * PI * exact_3d(x))
     } else {
         (exact, source_term)
@@ -377,6 +378,7 @@ fn main() {
 
 fn run_main(a: Args) -> std::result::Result<(), Box<dyn std::error::Error>> {
     let mesh = match &a.mesh {
+        Some(_) if a.cube => return Err("--cube and --mesh: give one of them".into()),
         Some(p) => gmsh::read_file(p)?,
         None if a.cube => jittered(unit_cube_tets(a.n), a.n, a.jitter),
         None => jittered(unit_square(a.n), a.n, a.jitter),
@@ -390,9 +392,9 @@ fn run_main(a: Args) -> std::result::Result<(), Box<dyn std::error::Error>> {
     })?;
     if ctx.rank() == 0 {
         println!(
-            "{} {}, {} vertices, {}, {} rank(s); adapter {}",
+            "{} {} cells, {} vertices, {}, {} rank(s); adapter {}",
             mesh.ncells(),
-            if a.cube { "tetrahedra" } else { "triangles" },
+            mesh.cell_type.name(),
             mesh.nvertices(),
             a.precision,
             ctx.ranks(),

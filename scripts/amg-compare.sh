@@ -28,11 +28,11 @@ run() {
 }
 for n in ${sizes//,/ }; do
     echo "## n = $n, AMG-CG (residual read every iteration)"
-    run --n "$n" --pc amg --check-every 1 --export "$dir/n$n" | grep -E "CG|AMG|triangles|tetrahedra"
+    run --n "$n" --pc amg --check-every 1 --export "$dir/n$n" | grep -E "CG|AMG|cells"
 done
 for n in ${jacobi//,/ }; do
     echo "## n = $n, Jacobi-CG"
-    run --n "$n" --pc jacobi | grep -E "CG|triangles|tetrahedra"
+    run --n "$n" --pc jacobi | grep -E "CG|cells"
 done
 "$venv/bin/python" - "$dir" <<'PY'
 import glob, sys, time

@@ -1,8 +1,7 @@
 //! P1 finite elements for -div(grad u) = f on triangles and tetrahedra, and for implicit time
-//! steps of the
-//! heat equation: the element matrix `mass M + stiffness K` (M lumped: a third of the cell's
-//! area on each vertex's diagonal; K the Laplacian's) and the load as one par_loop that
-//! assembles a [`Mat`] and a right-hand side, on one process or on N ranks (the cell and
+//! steps of the heat equation: the element matrix `mass M + stiffness K` (M lumped: a third
+//! of a triangle's area, a quarter of a tetrahedron's volume, on each vertex's diagonal; K the
+//! Laplacian's) and the load as one par_loop that assembles a [`Mat`] and a right-hand side, on one process or on N ranks (the cell and
 //! vertex sets of a `dist::Distribution`: each rank assembles its owned rows whole, through
 //! its exec halo). Shared by `examples/poisson.rs`, `examples/heat.rs`, the benchmarks and
 //! the distributed tests.
@@ -128,9 +127,17 @@ pub fn assemble_scaled<T: Real>(
         a.inc(cv, cv)?,
         b.all(cv).inc(),
     ];
-    let kernel = match cv.arity() {
-        4 => element_kernel_3d::<T>(),
-        _ => element_kernel::<T>(),
+    let kernel = match (cv.arity(), x.dim()) {
+        (3, 2) => element_kernel::<T>(),
+        (4, 3) => element_kernel_3d::<T>(),
+        (arity, dim) => {
+            return Err(crate::Error::Usage(format!(
+                "P1 assembly of `{name}`: map `{}` has arity {arity} and the coordinates `{}` \
+                 dim {dim}; it takes triangles (arity 3, dim 2) or tetrahedra (arity 4, dim 3)",
+                cv.name(),
+                x.name()
+            )));
+        }
     };
     ctx.par_loop(&kernel, cv.from_set(), &args)?;
     Ok((a, b))

@@ -312,7 +312,11 @@ impl Pattern {
         let mut col_values = Vec::with_capacity(total * width);
         let mut diagonal = vec![u32::MAX; total];
         for (r, l) in lists.iter().enumerate() {
-            let pad = l.last().copied().unwrap_or(0);
+            // An empty row's padding points at a column of its own number (modulo the
+            // columns): a plan colouring increments through the columns (A^T x) would put
+            // empty rows all on column 0 in colours of their own.
+            let ncols = cols.total().max(1);
+            let pad = l.last().copied().unwrap_or((r % ncols) as u32);
             for s in 0..width {
                 slot_values.push((r * width + s) as u32);
                 col_values.push(l.get(s).copied().unwrap_or(pad));

@@ -296,11 +296,17 @@ fn an_undeclared_const_names_the_function_that_uses_it_and_how_to_declare_it() {
 
 /// A map whose indices are more than the adapter binds (lavapipe: 128 MiB, 2^25 indices) is
 /// refused before anything runs, naming the map, its size and the limit (it was the device's
-/// validation error at the bind group).
+/// validation error at the bind group). Run where the limit is at most 512 MiB (CPU adapters):
+/// above it the map alone would take gigabytes of host memory.
 #[test]
 fn a_map_over_the_binding_limit_is_refused_by_name() {
     let ctx = ctx();
     let max = ctx.gpu().limits.max_storage_buffer_binding_size as usize;
+    if max > 512 << 20 {
+        // The map's indices would be gigabytes on the host (a GPU adapter binds that much).
+        eprintln!("skipped: this adapter binds {max} bytes");
+        return;
+    }
     let n = max / 4 / 2 + 1;
     let big = Set::new("big", n);
     let one = Set::new("one", 1);
