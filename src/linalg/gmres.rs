@@ -30,25 +30,23 @@ fn pl_gmres_dots_{t}_{d}_{m}(basis: {basis}, w: {vec}, h: {col}) {{
         for (var c = 0u; c < {d}u; c++) {{ (*h)[i] += (*basis)[i * {d}u + c] * (*w)[c]; }}
     }}
 }}
-// w -= sum h_i v_i, then the second pass's dot products of the new w.
-fn pl_gmres_again_{t}_{d}_{m}(h: {col}, basis: {basis}, w: {vec}, g: {col}) {{
+// w -= sum h_i v_i.
+fn pl_gmres_orthogonalise_{t}_{d}_{m}(h: {col}, basis: {basis}, w: {vec}) {{
     for (var c = 0u; c < {d}u; c++) {{
         var s = (*w)[c];
         for (var i = 0u; i < {m}u; i++) {{ s -= (*h)[i] * (*basis)[i * {d}u + c]; }}
         (*w)[c] = s;
     }}
-    for (var i = 0u; i < {m}u; i++) {{
-        for (var c = 0u; c < {d}u; c++) {{ (*g)[i] += (*basis)[i * {d}u + c] * (*w)[c]; }}
-    }}
+}}
+// w -= sum h_i v_i, then the second pass's dot products of the new w.
+fn pl_gmres_again_{t}_{d}_{m}(h: {col}, basis: {basis}, w: {vec}, g: {col}) {{
+    pl_gmres_orthogonalise_{t}_{d}_{m}(h, basis, w);
+    pl_gmres_dots_{t}_{d}_{m}(basis, w, g);
 }}
 // w -= sum h_i v_i, then ||w||^2.
 fn pl_gmres_norm_{t}_{d}_{m}(h: {col}, basis: {basis}, w: {vec}, nn: {one}) {{
-    for (var c = 0u; c < {d}u; c++) {{
-        var s = (*w)[c];
-        for (var i = 0u; i < {m}u; i++) {{ s -= (*h)[i] * (*basis)[i * {d}u + c]; }}
-        (*w)[c] = s;
-        (*nn)[0] += s * s;
-    }}
+    pl_gmres_orthogonalise_{t}_{d}_{m}(h, basis, w);
+    for (var c = 0u; c < {d}u; c++) {{ (*nn)[0] += (*w)[c] * (*w)[c]; }}
 }}
 // Column `parloop_gmres_column` = w / ||w|| (0 when w is: the space is invariant).
 fn pl_gmres_next_{t}_{d}_{m}(nn: {one}, w: {vec}, basis: {basis}, v: {vec}) {{

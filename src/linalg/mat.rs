@@ -3,7 +3,7 @@
 //! other; assembly races exactly as an INC through a map does and takes the same strategies).
 
 use super::Sparsity;
-use crate::{Arg, Context, Dat, Error, Kernel, Map, Real, Result};
+use crate::{Arg, Context, Dat, Error, Kernel, Map, Real, Result, Set};
 use std::rc::Rc;
 
 /// A sparse matrix of `T` (f32, or f64 where the adapter has it), of blocks: each entry of
@@ -247,25 +247,23 @@ impl<T: Real> Mat<T> {
         Ok(out)
     }
 
-    /// y = A x, as a par_loop over the rows (x on the columns, y on the rows).
-    #[track_caller]
-    pub fn mult(&self, ctx: &Context, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
-        let s = &self.sparsity;
+    /// Refuses y = A x (or A^T x: `how` is " transposed", the sets swapped) with x and y one
+    /// Dat, or either not of the block's dim on its set (`sets`: x's, then y's).
+    fn check_product(&self, how: &str, x: &Dat<T>, y: &Dat<T>, sets: (&Set, &Set)) -> Result<()> {
+        let name = self.values.name();
         if x.inner.id == y.inner.id {
             return Err(Error::Usage(format!(
-                "Mat `{}` times `{}` into the same Dat: y = A x needs x and y apart (x is read \
-                 through the columns while y is written)",
-                self.values.name(),
+                "Mat `{name}`{how} times `{}` into the same Dat: the product needs x and y apart \
+                 (x is read while y is written)",
                 x.name()
             )));
         }
         let b = self.block;
-        for (v, set, what) in [(x, &s.cols, "x"), (y, &s.rows, "y")] {
+        for (v, set, what) in [(x, sets.0, "x"), (y, sets.1, "y")] {
             if v.set().id() != set.id() || v.dim() != b {
                 return Err(Error::Usage(format!(
-                    "Mat `{}` times `{}` into `{}`: {what} must be a Dat of dim {b} (the \
+                    "Mat `{name}`{how} times `{}` into `{}`: {what} must be a Dat of dim {b} (the \
                      block) on `{}`; `{}` has dim {} on `{}`",
-                    self.values.name(),
                     x.name(),
                     y.name(),
                     set.name(),
@@ -275,7 +273,15 @@ impl<T: Real> Mat<T> {
                 )));
             }
         }
-        let (t, w) = (T::DTYPE, s.width);
+        Ok(())
+    }
+
+    /// y = A x, as a par_loop over the rows (x on the columns, y on the rows).
+    #[track_caller]
+    pub fn mult(&self, ctx: &Context, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
+        let s = &self.sparsity;
+        self.check_product("", x, y, (&s.cols, &s.rows))?;
+        let (t, w, b) = (T::DTYPE, s.width, self.block);
         let v = self.values.all(&s.row_slots).read();
         let Some((owned, (_, owned_cols))) = self.owned.as_ref().zip(s.owned.as_ref()) else {
             let args = [v, self.count.read(), x.all(&s.row_cols).read(), y.write()];
@@ -302,37 +308,15 @@ impl<T: Real> Mat<T> {
     #[track_caller]
     pub fn mult_transpose(&self, ctx: &Context, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
         let s = &self.sparsity;
-        let name = self.values.name();
-        if x.inner.id == y.inner.id {
-            return Err(Error::Usage(format!(
-                "Mat `{name}` transposed times `{}` into the same Dat: y = A^T x needs x and y \
-                 apart",
-                x.name()
-            )));
-        }
         if s.rows.halo().is_some() {
             return Err(Error::Usage(format!(
-                "Mat `{name}`: mult_transpose runs on one process (its rows `{}` are \
-                 distributed)",
+                "Mat `{}`: mult_transpose runs on one process (its rows `{}` are distributed)",
+                self.values.name(),
                 s.rows.name()
             )));
         }
-        let b = self.block;
-        for (v, set, what) in [(x, &s.rows, "x"), (y, &s.cols, "y")] {
-            if v.set().id() != set.id() || v.dim() != b {
-                return Err(Error::Usage(format!(
-                    "Mat `{name}` transposed times `{}` into `{}`: {what} must be a Dat of dim \
-                     {b} (the block) on `{}`; `{}` has dim {} on `{}`",
-                    x.name(),
-                    y.name(),
-                    set.name(),
-                    v.name(),
-                    v.dim(),
-                    v.set().name()
-                )));
-            }
-        }
-        let (t, w) = (T::DTYPE, s.width);
+        self.check_product(" transposed", x, y, (&s.rows, &s.cols))?;
+        let (t, w, b) = (T::DTYPE, s.width, self.block);
         let (wbb, wb, bb) = (w * b * b, w * b, b * b);
         let kname = format!("pl_spmv_transpose_{t}_{w}_{b}");
         let k = Kernel::new(
