@@ -7,8 +7,8 @@
 //! boundary facets of `--dirichlet GROUP` (default: the whole boundary) and its normal
 //! derivative (a Neumann condition) on the rest. `--cube` solves u = sin(pi x) sin(pi y)
 //! sin(pi z) on tetrahedra of the unit cube instead (`--n` cubes per side, u given on the whole
-//! boundary). `--pc amg` preconditions CG by algebraic
-//! multigrid instead of Jacobi (one process). `--precision f64` runs
+//! boundary). `--pc amg` preconditions CG by algebraic multigrid instead of Jacobi (one
+//! process), `--pc chebyshev` by a Chebyshev polynomial (any ranks). `--precision f64` runs
 //! in double precision (an adapter with f64). u and its error go to out/poisson/poisson.pvd for
 //! ParaView.
 //!
@@ -20,7 +20,8 @@
 use clap::Parser;
 use parloop::apps::poisson::assemble;
 use parloop::linalg::{
-    Amg, AmgOptions, AmgReport, Dirichlet, Preconditioner, SolveOptions, SolveReport, cg,
+    Amg, AmgOptions, AmgReport, Chebyshev, ChebyshevOptions, Dirichlet, Preconditioner,
+    SolveOptions, SolveReport, cg,
 };
 use parloop::mesh::pvtu::{PartField, PartSeries};
 use parloop::mesh::topology::MeshData;
@@ -79,6 +80,8 @@ pub enum Pc {
     Jacobi,
     /// Smoothed-aggregation algebraic multigrid (`linalg::Amg`).
     Amg,
+    /// A Chebyshev polynomial in D^-1 A, 3 steps (`linalg::Chebyshev`).
+    Chebyshev,
 }
 
 /// `mesh` (the unit square or cube of `n` squares or cubes per side) with its interior
@@ -314,13 +317,18 @@ pub fn solve_with<T: Real>(
     let u = ctx.dat_zeros::<T>("u", &md.vertices, 1)?;
     bc.apply(ctx, &a, &b, &u, &g)?;
     // The assembly and the set-up run here, not in the solve's count.
-    let (diagonal, mut amg);
+    let (diagonal, mut amg, chebyshev);
     let (pc, amg_report): (&dyn Preconditioner<T>, _) = match pc {
         Pc::Jacobi => {
             amg = None;
             diagonal = a.diagonal(ctx)?;
             ctx.upload(&diagonal)?;
             (&diagonal, None)
+        }
+        Pc::Chebyshev => {
+            amg = None;
+            chebyshev = Chebyshev::new(ctx, &a, &ChebyshevOptions::default())?;
+            (&chebyshev, None)
         }
         Pc::Amg => {
             amg = Some(Amg::new(ctx, &a, &AmgOptions::default())?);

@@ -220,13 +220,15 @@ impl ReduceOp {
     /// The identity as a WGSL expression of type `dtype`.
     pub fn identity_wgsl(self, dtype: DType) -> String {
         let v = self.identity(dtype);
-        // WGSL has no infinity literal and cannot bitcast to f64: the f32 infinities' bits,
-        // converted (exactly) for f64.
+        // WGSL has no infinity literal and cannot bitcast to f64: the f32 infinity's bits,
+        // converted (exactly) for f64. Tint (Chromium's WebGPU) refuses a constant
+        // expression that evaluates to an infinity, so the bits come from a module-scope
+        // variable (`with_infinity` declares it), which no compiler folds at creation.
         let inf = |v: f64| {
             if v > 0.0 {
-                "bitcast<f32>(0x7f800000u)"
+                "bitcast<f32>(pl_infinity)"
             } else {
-                "bitcast<f32>(0xff800000u)"
+                "(-bitcast<f32>(pl_infinity))"
             }
         };
         match dtype {
@@ -296,6 +298,15 @@ impl ReduceOp {
     }
 }
 
+/// `wgsl` with the module-scope variable the infinities of [`ReduceOp::identity_wgsl`] read,
+/// declared when it uses one.
+pub fn with_infinity(mut wgsl: String) -> String {
+    if wgsl.contains("pl_infinity") {
+        wgsl.push_str("\nvar<private> pl_infinity: u32 = 0x7f800000u;\n");
+    }
+    wgsl
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,7 +315,7 @@ mod tests {
     fn identities_agree_between_wgsl_and_words() {
         assert_eq!(
             ReduceOp::Min.identity_wgsl(DType::F64),
-            "f64(bitcast<f32>(0x7f800000u))"
+            "f64(bitcast<f32>(pl_infinity))"
         );
         assert_eq!(ReduceOp::Sum.identity_wgsl(DType::F64), "0.0lf");
         assert_eq!(ReduceOp::Sum.identity_wgsl(DType::F32), "0.0");

@@ -38,7 +38,7 @@ pub fn generate_checked(g: &GroupIr) -> (String, Vec<check::CheckSite>) {
     header(g, &mut w);
     let sites = declarations(g, &mut w);
     main_fn(g, &mut w);
-    (w, sites)
+    (crate::types::with_infinity(w), sites)
 }
 
 fn header(g: &GroupIr, w: &mut String) {

@@ -20,11 +20,13 @@ pub fn finalize_wgsl(dtype: DType, access: Access) -> String {
     } else {
         "bitcast<TYPE>(pl_scratch[pl.base + i])"
     };
-    TEMPLATE
-        .replace("LOAD", load)
-        .replace("TYPE", dtype.wgsl())
-        .replace("IDENTITY", &op.identity_wgsl(dtype))
-        .replace("COMBINE", &op.wgsl("a", "b"))
+    crate::types::with_infinity(
+        TEMPLATE
+            .replace("LOAD", load)
+            .replace("TYPE", dtype.wgsl())
+            .replace("IDENTITY", &op.identity_wgsl(dtype))
+            .replace("COMBINE", &op.wgsl("a", "b")),
+    )
 }
 
 /// The end of a group that reduces into Globals: each workgroup folds its invocations'

@@ -1,6 +1,7 @@
 //! Preconditioners: z = M^-1 r recorded as par_loops, for the Krylov solvers.
 
-use crate::{Context, Dat, Kernel, Real, Result};
+use super::Mat;
+use crate::{Context, Dat, Error, Kernel, Real, Result};
 
 /// A preconditioner M: records z = M^-1 r on the device. A Dat is Jacobi's (the diagonal it
 /// holds), [`super::Amg`] is algebraic multigrid, and any closure
@@ -44,4 +45,40 @@ impl<T: Real, F: Fn(&Context, &Dat<T>, &Dat<T>) -> Result<()>> Preconditioner<T>
     fn apply(&self, ctx: &Context, r: &Dat<T>, z: &Dat<T>) -> Result<()> {
         self(ctx, r, z)
     }
+}
+
+/// Refuses z = M^-1 r for a preconditioner `what` built from `a` (at its `generation`) when r
+/// or z is not a scalar Dat on a's rows, when they are one Dat, or when a changed since
+/// (`stale` says what to do).
+pub(super) fn check_apply<T: Real>(
+    what: &str,
+    a: &Mat<T>,
+    generation: u64,
+    (r, z): (&Dat<T>, &Dat<T>),
+    stale: &str,
+) -> Result<()> {
+    let name = a.values.name();
+    let rows = a.sparsity().rows();
+    for v in [r, z] {
+        if v.set().id() != rows.id() || v.dim() != 1 {
+            return Err(Error::Usage(format!(
+                "{what} of Mat `{name}` preconditions Dats of dim 1 on `{}`, and was given `{}` \
+                 of dim {} on `{}`: build it from the matrix of the system solved",
+                rows.name(),
+                v.name(),
+                v.dim(),
+                v.set().name()
+            )));
+        }
+    }
+    if r.inner.id == z.inner.id {
+        return Err(Error::Usage(format!(
+            "{what} of Mat `{name}`: r and z are the same Dat `{}`; z = M^-1 r needs them apart",
+            r.name()
+        )));
+    }
+    if a.generation.get() != generation {
+        return Err(Error::Usage(format!("{what} of Mat `{name}`: {stale}")));
+    }
+    Ok(())
 }

@@ -92,7 +92,6 @@ impl Sparsity {
 
     /// A pattern given row by row (each row's columns sorted and unique), on sets of one
     /// process: the matrices the library builds itself (AMG's levels).
-    #[cfg(not(target_arch = "wasm32"))]
     pub(crate) fn from_rows(
         name: &str,
         rows: &Set,

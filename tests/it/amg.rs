@@ -182,7 +182,8 @@ fn close(x: &[f32], y: &[f32], tol: f32) -> bool {
     x.iter().zip(y).all(|(a, b)| (a - b).abs() <= tol * scale)
 }
 
-/// A negative definite matrix (negative diagonal) is preconditioned as its negation is;
+/// A negative definite matrix (negative diagonal) is preconditioned as its negation is (and an
+/// Amg owning its matrix as one borrowing it);
 /// a singular (Neumann) one coarsened to a single unknown still converges in f32; the
 /// hierarchy of a re-assembled matrix must be updated (an error otherwise); an indefinite
 /// or a diagonal matrix is refused with what to use instead.
@@ -203,6 +204,17 @@ fn amg_on_negative_singular_stale_indefinite_and_diagonal_matrices() {
     let (x_neg, r_neg) = cg_with(&ctx, &neg.a, &nb, &amg_neg).unwrap();
     assert!(close(&x_neg, &x_jacobi, 1e-3), "{r_neg:?}");
     assert!(close(&x_pos, &x_jacobi, 1e-3), "{r_pos:?}");
+    // An Amg that owns its matrix (a struct keeping the solver's state holds it alone)
+    // preconditions as one borrowing the same values does.
+    let owned = Amg::new(
+        &ctx,
+        Grid::with(&ctx, n, 1.0, 0.01).a,
+        &AmgOptions::default(),
+    )
+    .unwrap();
+    let (x_owned, r_owned) = cg_with(&ctx, owned.matrix(), &b, &owned).unwrap();
+    assert!(close(&x_owned, &x_pos, 1e-5), "{r_owned:?} {r_pos:?}");
+    assert_eq!(r_owned.iterations, r_pos.iterations);
     assert!(
         r_neg.iterations <= r_pos.iterations + 1,
         "{r_neg:?} {r_pos:?}"

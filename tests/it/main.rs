@@ -23,6 +23,7 @@ mod airfoil;
 mod amg;
 mod arith;
 mod bench_report;
+mod chebyshev;
 mod check;
 mod dirichlet;
 mod distribute;

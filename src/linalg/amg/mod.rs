@@ -9,9 +9,10 @@ mod setup;
 #[cfg(test)]
 mod tests;
 
-use super::precond::Preconditioner;
+use super::chebyshev::{Smoother, kernel};
+use super::precond::{Preconditioner, check_apply};
 use super::{Mat, Sparsity};
-use crate::{Context, Dat, Error, Global, Kernel, Real, Result, Set};
+use crate::{Context, Dat, Error, Real, Result, Set};
 use restrict::Restriction;
 use setup::{Hierarchy, Params, SetupError};
 use sprs::CsMat;
@@ -77,17 +78,13 @@ struct Level<T: Real> {
     /// Prolongation from the next level, and restriction to it.
     p: Mat<T>,
     r: Restriction<T>,
-    /// 1 / a_ii.
-    dinv: Dat<T>,
-    /// Chebyshev's first step, [1 / theta], and each later step's [c1, c2].
-    first: Global<T>,
-    steps: Vec<Global<T>>,
+    /// Chebyshev smoothing on [lower rho, rho] for D^-1 A.
+    smoother: Smoother<T>,
     /// Right-hand side and iterate (None on the finest: the solver's vectors), scratch.
     b: Option<Dat<T>>,
     x: Option<Dat<T>>,
     q: Dat<T>,
     res: Dat<T>,
-    d: Dat<T>,
 }
 
 /// The coarsest level: its inverse and vectors.
@@ -100,12 +97,14 @@ struct Coarse<T: Real> {
 /// Smoothed-aggregation AMG for a scalar [`Mat`] (symmetric positive definite for CG; the
 /// cycle is symmetric, so it preconditions CG; definite, positive or negative, in any case),
 /// as a [`Preconditioner`]: `Amg::new` reads the matrix back once and builds the hierarchy;
-/// [`Amg::update`] rebuilds it after the values change (a time step's or a Newton step's new
-/// matrix), keeping the aggregates of the first build. Applying it after the matrix changed through its methods (`inc`, `zero`,
-/// `zero_rows`, a `Dirichlet` condition) without `update` is an error; values written into
-/// `Mat::values` directly are not seen.
+/// `Amg::update` rebuilds it after the values change (a time step's or a Newton step's new
+/// matrix), keeping the aggregates of the first build. `Amg::new(ctx, &a, ..)` borrows the
+/// matrix; `Amg::new(ctx, a, ..)` takes it, for a struct that keeps the solver's state
+/// ([`Amg::matrix`] lends it). Applying it after the matrix changed through its methods
+/// (`inc`, `zero`, `zero_rows`, a `Dirichlet` condition) without `update` is an error; values
+/// written into `Mat::values` directly are not seen.
 pub struct Amg<'a, T: Real> {
-    a: &'a Mat<T>,
+    a: AmgMatrix<'a, T>,
     /// The matrix's generation the hierarchy was built from.
     generation: u64,
     options: AmgOptions,
@@ -116,16 +115,61 @@ pub struct Amg<'a, T: Real> {
     aggregates: Vec<(Vec<u32>, usize)>,
 }
 
+/// The matrix an [`Amg`] preconditions: borrowed (`&a`) or owned (`a`).
+pub enum AmgMatrix<'a, T: Real> {
+    /// The caller keeps the matrix.
+    Borrowed(&'a Mat<T>),
+    /// The Amg keeps it.
+    Owned(Box<Mat<T>>),
+}
+
+impl<'a, T: Real> From<&'a Mat<T>> for AmgMatrix<'a, T> {
+    fn from(a: &'a Mat<T>) -> Self {
+        AmgMatrix::Borrowed(a)
+    }
+}
+
+impl<T: Real> From<Mat<T>> for AmgMatrix<'_, T> {
+    fn from(a: Mat<T>) -> Self {
+        AmgMatrix::Owned(Box::new(a))
+    }
+}
+
+impl<T: Real> std::ops::Deref for AmgMatrix<'_, T> {
+    type Target = Mat<T>;
+    fn deref(&self) -> &Mat<T> {
+        match self {
+            AmgMatrix::Borrowed(a) => a,
+            AmgMatrix::Owned(a) => a,
+        }
+    }
+}
+
 impl<'a, T: Real> Amg<'a, T> {
     /// The hierarchy of `a`, built now (the pending loops that assemble `a` run first).
     /// A block matrix, a zero (or missing) diagonal entry, an entry that is not finite, a
     /// matrix on a distributed set and a coarsest level too large to invert are errors naming
     /// them.
-    pub fn new(ctx: &Context, a: &'a Mat<T>, options: &AmgOptions) -> Result<Amg<'a, T>> {
-        let (levels, coarse, report, aggregates) = build(ctx, a, options, None)?;
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn new(
+        ctx: &Context,
+        a: impl Into<AmgMatrix<'a, T>>,
+        options: &AmgOptions,
+    ) -> Result<Amg<'a, T>> {
+        pollster::block_on(Amg::new_async(ctx, a, options))
+    }
+
+    /// [`Amg::new`] without blocking on the matrix's readback (what the browser needs).
+    pub async fn new_async(
+        ctx: &Context,
+        a: impl Into<AmgMatrix<'a, T>>,
+        options: &AmgOptions,
+    ) -> Result<Amg<'a, T>> {
+        let a = a.into();
+        let (levels, coarse, report, aggregates) = build(ctx, &a, options, None).await?;
         Ok(Amg {
-            a,
             generation: a.generation.get(),
+            a,
             options: options.clone(),
             levels,
             coarse,
@@ -137,15 +181,27 @@ impl<'a, T: Real> Amg<'a, T> {
     /// Rebuilds the hierarchy from the matrix's current values (same options), keeping the
     /// aggregates of the first build (the matrix's pattern is the same; no strength of
     /// connection, no aggregation): the near-nullspace candidate, the prolongations, coarse
-    /// operators, smoothers and coarsest inverse come from the new values, as a time or Newton step needs. When
-    /// the values change in character (a new anisotropy, a coefficient jump that moved),
-    /// build a new `Amg` instead: its aggregates follow the new strong connections.
+    /// operators, smoothers and coarsest inverse come from the new values, as a time or
+    /// Newton step needs. When the values change in character (a new anisotropy, a
+    /// coefficient jump that moved), build a new `Amg` instead: its aggregates follow the new
+    /// strong connections.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn update(&mut self, ctx: &Context) -> Result<()> {
+        pollster::block_on(self.update_async(ctx))
+    }
+
+    /// [`Amg::update`] without blocking on the matrix's readback.
+    pub async fn update_async(&mut self, ctx: &Context) -> Result<()> {
         let reuse = Some(self.aggregates.as_slice());
-        let (levels, coarse, report, _) = build(ctx, self.a, &self.options, reuse)?;
+        let (levels, coarse, report, _) = build(ctx, &self.a, &self.options, reuse).await?;
         (self.levels, self.coarse, self.report) = (levels, coarse, report);
         self.generation = self.a.generation.get();
         Ok(())
+    }
+
+    /// The matrix the hierarchy was built from.
+    pub fn matrix(&self) -> &Mat<T> {
+        &self.a
     }
 
     /// The levels and the setup's times.
@@ -158,8 +214,8 @@ impl<'a, T: Real> Amg<'a, T> {
         let Some(l) = self.levels.get(k) else {
             return self.coarse.inverse.mult(ctx, b, x);
         };
-        let a = l.a.as_ref().unwrap_or(self.a);
-        self.smooth(ctx, l, a, b, x, true)?;
+        let a = l.a.as_ref().unwrap_or(&self.a);
+        l.smoother.smooth(ctx, a, (b, x, &l.q), true)?;
         a.mult(ctx, x, &l.q)?;
         let (t, d) = (T::DTYPE, b.dim());
         ctx.par_loop(
@@ -176,139 +232,21 @@ impl<'a, T: Real> Amg<'a, T> {
         self.cycle(ctx, k + 1, nb, nx)?;
         l.p.mult(ctx, nx, &l.q)?;
         ctx.par_loop(&kernel("add", t, d), b.set(), &[l.q.read(), x.rw()])?;
-        self.smooth(ctx, l, a, b, x, false)
-    }
-
-    /// Chebyshev smoothing of A x = b, from x = 0 when `zero`.
-    fn smooth(
-        &self,
-        ctx: &Context,
-        l: &Level<T>,
-        a: &Mat<T>,
-        b: &Dat<T>,
-        x: &Dat<T>,
-        zero: bool,
-    ) -> Result<()> {
-        let (t, d, set) = (T::DTYPE, b.dim(), b.set());
-        if zero {
-            let args = [
-                l.first.read(),
-                b.read(),
-                l.dinv.read(),
-                l.d.write(),
-                x.write(),
-            ];
-            ctx.par_loop(&kernel("first", t, d), set, &args)?;
-        } else {
-            a.mult(ctx, x, &l.q)?;
-            let args = [
-                l.first.read(),
-                b.read(),
-                l.q.read(),
-                l.dinv.read(),
-                l.d.write(),
-                x.rw(),
-            ];
-            ctx.par_loop(&kernel("restart", t, d), set, &args)?;
-        }
-        for c in &l.steps {
-            a.mult(ctx, x, &l.q)?;
-            let args = [
-                c.read(),
-                b.read(),
-                l.q.read(),
-                l.dinv.read(),
-                l.d.rw(),
-                x.rw(),
-            ];
-            ctx.par_loop(&kernel("step", t, d), set, &args)?;
-        }
-        Ok(())
+        l.smoother.smooth(ctx, a, (b, x, &l.q), false)
     }
 }
 
 impl<T: Real> Preconditioner<T> for Amg<'_, T> {
     fn apply(&self, ctx: &Context, r: &Dat<T>, z: &Dat<T>) -> Result<()> {
-        let name = self.a.values.name();
-        let rows = self.a.sparsity().rows();
-        for v in [r, z] {
-            if v.set().id() != rows.id() || v.dim() != 1 {
-                return Err(Error::Usage(format!(
-                    "AMG of Mat `{name}` preconditions Dats of dim 1 on `{}`, and was given \
-                     `{}` of dim {} on `{}`: build the Amg from the matrix of the system solved",
-                    rows.name(),
-                    v.name(),
-                    v.dim(),
-                    v.set().name()
-                )));
-            }
-        }
-        if r.inner.id == z.inner.id {
-            return Err(Error::Usage(format!(
-                "AMG of Mat `{name}`: r and z are the same Dat `{}`; z = M^-1 r needs them apart",
-                r.name()
-            )));
-        }
-        if self.a.generation.get() != self.generation {
-            return Err(Error::Usage(format!(
-                "AMG of Mat `{name}`: the matrix changed (assembled, zeroed or constrained) \
-                 since the hierarchy was built from it; call Amg::update after each change"
-            )));
-        }
+        let stale = "the matrix changed (assembled, zeroed or constrained) since the hierarchy \
+                     was built from it; call Amg::update after each change";
+        check_apply("AMG", &self.a, self.generation, (r, z), stale)?;
         self.cycle(ctx, 0, r, z)
     }
 }
 
-/// The kernels of the cycle, for type `t` and `d` components: `first` (d = c0 dinv b, x = d),
-/// `restart` (d = c0 dinv (b - q), x += d), `step` (d = c0 d + c1 dinv (b - q), x += d),
-/// `add` (x += q).
-fn kernel(which: &str, t: crate::DType, d: usize) -> Kernel {
-    let name = format!("pl_amg_{which}_{t}_{d}");
-    let v = |n: &str| format!("{n}: ptr<function, array<{t}, {d}>>");
-    let (params, body) = match which {
-        "first" => (
-            format!(
-                "c: ptr<function, array<{t}, 1>>, {}, {}, {}, {}",
-                v("b"),
-                v("dinv"),
-                v("dv"),
-                v("x")
-            ),
-            "(*dv)[i] = (*c)[0] * (*dinv)[i] * (*b)[i]; (*x)[i] = (*dv)[i];",
-        ),
-        "restart" => (
-            format!(
-                "c: ptr<function, array<{t}, 1>>, {}, {}, {}, {}, {}",
-                v("b"),
-                v("q"),
-                v("dinv"),
-                v("dv"),
-                v("x")
-            ),
-            "(*dv)[i] = (*c)[0] * (*dinv)[i] * ((*b)[i] - (*q)[i]); (*x)[i] += (*dv)[i];",
-        ),
-        "step" => (
-            format!(
-                "c: ptr<function, array<{t}, 2>>, {}, {}, {}, {}, {}",
-                v("b"),
-                v("q"),
-                v("dinv"),
-                v("dv"),
-                v("x")
-            ),
-            "(*dv)[i] = (*c)[0] * (*dv)[i] + (*c)[1] * (*dinv)[i] * ((*b)[i] - (*q)[i]); \
-             (*x)[i] += (*dv)[i];",
-        ),
-        _ => (format!("{}, {}", v("q"), v("x")), "(*x)[i] += (*q)[i];"),
-    };
-    Kernel::new(
-        &name,
-        format!("fn {name}({params}) {{\n    for (var i = 0u; i < {d}u; i++) {{ {body} }}\n}}\n"),
-    )
-}
-
 /// The matrix on the host, in f64 CSR (scalar entries; a single process's).
-fn read<T: Real>(a: &Mat<T>) -> Result<CsMat<f64>> {
+async fn read<T: Real>(a: &Mat<T>) -> Result<CsMat<f64>> {
     let s = a.sparsity();
     let name = a.values.name();
     if a.block() != 1 {
@@ -333,7 +271,7 @@ fn read<T: Real>(a: &Mat<T>) -> Result<CsMat<f64>> {
             rows.name()
         )));
     }
-    let values = a.values.data_ro()?;
+    let values = a.values.data_ro_async().await?;
     let (n, m, w) = (rows.size(), s.cols().size(), s.width());
     let mut indptr = Vec::with_capacity(n + 1);
     let (mut indices, mut data) = (Vec::new(), Vec::new());
@@ -352,7 +290,7 @@ fn read<T: Real>(a: &Mat<T>) -> Result<CsMat<f64>> {
 type Built<T> = (Vec<Level<T>>, Coarse<T>, AmgReport, Vec<(Vec<u32>, usize)>);
 
 /// Reads `a`, builds the hierarchy on the host, and creates its levels on the device.
-fn build<T: Real>(
+async fn build<T: Real>(
     ctx: &Context,
     a: &Mat<T>,
     o: &AmgOptions,
@@ -382,7 +320,7 @@ fn build<T: Real>(
         )));
     }
     let t0 = Instant::now();
-    let host = read(a)?;
+    let host = read(a).await?;
     let read_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
     let params = Params {
@@ -454,32 +392,19 @@ fn build<T: Real>(
         let label = |what: &str| format!("{name} AMG level {k} {what}");
         let tv = |v: &[f64]| v.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>();
         let vector = |what: &str| ctx.dat_zeros::<T>(&label(what), set, 1);
-        // Chebyshev on [lower rho, rho] for D^-1 A.
-        let (hi, lo) = (l.rho, o.lower * l.rho);
-        let (theta, delta) = (0.5 * (hi + lo), 0.5 * (hi - lo));
-        let sigma = theta / delta;
-        let mut rho = 1.0 / sigma;
-        let mut steps = Vec::new();
-        for s in 1..o.degree {
-            let next = 1.0 / (2.0 * sigma - rho);
-            let c = [T::from_f64(next * rho), T::from_f64(2.0 * next / delta)];
-            steps.push(ctx.global(&label(&format!("chebyshev {s}")), &c)?);
-            rho = next;
-        }
+        let interval = (o.lower * l.rho, l.rho);
+        let dinv = ctx.dat(&label("1/diagonal"), set, 1, &tv(&l.dinv))?;
         levels.push(Level {
             a: (k > 0)
                 .then(|| upload(ctx, &label("A"), set, set, &l.a))
                 .transpose()?,
             p: upload(ctx, &label("P"), set, next, &l.p)?,
             r: Restriction::new(ctx, &label("R"), set, next, &l.p)?,
-            dinv: ctx.dat(&label("1/diagonal"), set, 1, &tv(&l.dinv))?,
-            first: ctx.global(&label("chebyshev 0"), &[T::from_f64(1.0 / theta)])?,
-            steps,
+            smoother: Smoother::new(ctx, &label("level"), set, dinv, o.degree, interval)?,
             b: (k > 0).then(|| vector("b")).transpose()?,
             x: (k > 0).then(|| vector("x")).transpose()?,
             q: vector("q")?,
             res: vector("r")?,
-            d: vector("d")?,
         });
     }
     let last = sets.last().expect("at least the finest");

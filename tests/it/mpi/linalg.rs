@@ -15,7 +15,7 @@ use crate::common::mpirun;
 use mpirun::{mpirun_f64, out_path};
 use parloop::apps::poisson::assemble;
 use parloop::dist::{Comm, Distribution, Partitioner};
-use parloop::linalg::{SolveOptions, SolveReport, cg};
+use parloop::linalg::{Chebyshev, ChebyshevOptions, SolveOptions, SolveReport, cg};
 use parloop::mesh::{Mesh, unit_square};
 use parloop::util::Rng;
 use parloop::{Config, Context, Dat, Map, Real, Set};
@@ -76,9 +76,9 @@ fn options() -> SolveOptions {
 }
 
 /// The program every rank runs (and one process runs on plain sets): assemble, zero the
-/// rows of the `fixed` vertices (u = 0 there), Jacobi-CG from zero or (`guess`) from
-/// `guess_value` of each vertex, given for every local vertex with `halo` in the halo (which
-/// parloop must not trust). `global` gives a local vertex's global number.
+/// rows of the `fixed` vertices (u = 0 there), Jacobi-CG (Chebyshev-CG with `chebyshev`)
+/// from zero or (`guess`) from `guess_value` of each vertex, given for every local vertex
+/// with `halo` in the halo (which parloop must not trust). `global` gives a local vertex's global number.
 fn solve<T: Real>(
     ctx: &Context,
     fixed: &[bool],
@@ -87,6 +87,7 @@ fn solve<T: Real>(
     f: &Dat<T>,
     global: &dyn Fn(usize) -> usize,
     guess: bool,
+    chebyshev: bool,
 ) -> (SolveReport, Dat<T>) {
     let (a, mut b) = assemble::<T>(ctx, "A", cv, x, f).unwrap();
     let vertices = cv.to_set();
@@ -116,8 +117,13 @@ fn solve<T: Real>(
     } else {
         ctx.dat_zeros::<T>("u", vertices, 1).unwrap()
     };
-    let diagonal = a.diagonal(ctx).unwrap();
-    let report = cg(ctx, &a, &b, &u, Some(&diagonal), &options()).unwrap();
+    let report = if chebyshev {
+        let m = Chebyshev::new(ctx, &a, &ChebyshevOptions::default()).unwrap();
+        cg(ctx, &a, &b, &u, Some(&m), &options()).unwrap()
+    } else {
+        let diagonal = a.diagonal(ctx).unwrap();
+        cg(ctx, &a, &b, &u, Some(&diagonal), &options()).unwrap()
+    };
     (report, u)
 }
 
@@ -150,7 +156,7 @@ fn flatten(report: &SolveReport, u: &[f64]) -> Vec<f64> {
     out
 }
 
-fn one_process<T: Real>(name: &str, guess: bool) -> Vec<f64> {
+fn one_process<T: Real>(name: &str, guess: bool, chebyshev: bool) -> Vec<f64> {
     let ctx = common::ctx();
     let (m, fixed) = case(name);
     let vertices = Set::new("vertices", m.nvertices());
@@ -159,7 +165,7 @@ fn one_process<T: Real>(name: &str, guess: bool) -> Vec<f64> {
     let (xv, fv) = values::<T>(&m);
     let x = ctx.dat("x", &vertices, 2, &xv).unwrap();
     let f = ctx.dat("f", &vertices, 1, &fv).unwrap();
-    let (report, u) = solve(&ctx, &fixed, &cv, &x, &f, &|r| r, guess);
+    let (report, u) = solve(&ctx, &fixed, &cv, &x, &f, &|r| r, guess, chebyshev);
     let u: Vec<f64> = u.data_ro().unwrap().iter().map(|v| v.to_f64()).collect();
     flatten(&report, &u)
 }
@@ -186,7 +192,9 @@ fn worker<T: Real>(ctx: &Context, out: std::path::PathBuf) {
     let (x, f, cv) = (part.dat(x).unwrap(), part.dat(f).unwrap(), part.map(cv));
     let ids = part.set(vertices).global_ids().unwrap().to_vec();
     let guess = std::env::var_os("MPI_TEST_GUESS").is_some();
-    let (report, u) = solve(ctx, &fixed, &cv, &x, &f, &|r| ids[r] as usize, guess);
+    let chebyshev = std::env::var_os("MPI_TEST_CHEBYSHEV").is_some();
+    let global = |r: usize| ids[r] as usize;
+    let (report, u) = solve(ctx, &fixed, &cv, &x, &f, &global, guess, chebyshev);
     // y = A x exchanged x's halo every iteration (more exchanges: the set-up's).
     let s = ctx.stats();
     eprintln!(
@@ -226,14 +234,14 @@ fn poisson_worker() {
 #[test]
 fn poisson_cg_on_2_3_and_4_ranks_equals_one_process() {
     let f64 = common::ctx().gpu().f64();
-    let reference = |name: &str, guess: bool| {
+    let reference = |name: &str, guess: bool, chebyshev: bool| {
         if f64 {
-            one_process::<f64>(name, guess)
+            one_process::<f64>(name, guess, chebyshev)
         } else {
-            one_process::<f32>(name, guess)
+            one_process::<f32>(name, guess, chebyshev)
         }
     };
-    let square = reference("square", false);
+    let square = reference("square", false, false);
     // The manufactured solution on the square: the discretisation error at h = 1/20 (about
     // 2e-3 here).
     let m = mesh();
@@ -245,10 +253,13 @@ fn poisson_cg_on_2_3_and_4_ranks_equals_one_process() {
         worst < 1e-2,
         "one process: u is {worst:e} off the exact solution"
     );
-    let channel = reference("channel", false);
+    let channel = reference("channel", false, false);
     // From a nonzero initial guess given on every local vertex, with something else than
     // the owners' values in the halo (the halo part was trusted once: u off by 0.30).
-    let guessed = reference("square", true);
+    let guessed = reference("square", true, false);
+    // Chebyshev-preconditioned: its row-sum bound and polynomial on N ranks (the
+    // polynomial itself is checked against the exact residual polynomial in chebyshev.rs).
+    let chebyshev = reference("square", false, true);
     for (np, partitioner, lazy, mesh) in [
         (2, "block", "1", "square"),
         (2, "block", "0", "square"),
@@ -257,9 +268,11 @@ fn poisson_cg_on_2_3_and_4_ranks_equals_one_process() {
         (3, "kway", "1", "channel"),
         (2, "block", "1", "guess"),
         (3, "scattered", "1", "guess"),
+        (2, "block", "1", "chebyshev"),
+        (4, "scattered", "1", "chebyshev"),
     ] {
-        let guess = mesh == "guess";
-        let mesh = if guess { "square" } else { mesh };
+        let (guess, cheb) = (mesh == "guess", mesh == "chebyshev");
+        let mesh = if guess || cheb { "square" } else { mesh };
         let mut env = vec![
             ("MPI_TEST_PARTITIONER", partitioner),
             ("PARLOOP_LAZY", lazy),
@@ -268,9 +281,13 @@ fn poisson_cg_on_2_3_and_4_ranks_equals_one_process() {
         if guess {
             env.push(("MPI_TEST_GUESS", "1"));
         }
+        if cheb {
+            env.push(("MPI_TEST_CHEBYSHEV", "1"));
+        }
         let got = mpirun_f64(np, &worker!("poisson_worker"), &env);
         let want = match (mesh, guess) {
             (_, true) => &guessed,
+            _ if cheb => &chebyshev,
             ("channel", _) => &channel,
             _ => &square,
         };
@@ -278,7 +295,10 @@ fn poisson_cg_on_2_3_and_4_ranks_equals_one_process() {
             &got,
             want,
             f64,
-            &format!("{mesh}, {np} ranks, {partitioner}, lazy={lazy}, guess={guess}"),
+            &format!(
+                "{mesh}, {np} ranks, {partitioner}, lazy={lazy}, guess={guess}, \
+                 chebyshev={cheb}"
+            ),
         );
     }
 }
