@@ -1,12 +1,13 @@
-// The browser demo's render pipeline: the triangle mesh coloured by p, read straight from the
-// simulation's storage buffer (no readback), with matplotlib's viridis over [-range, range].
+// The browser demo's render pipeline: the triangle mesh coloured by a field (the wave's p, or
+// the steady heat's u), read straight from the simulation's storage buffer (no readback), with
+// matplotlib's viridis over [lo, hi].
 
 struct View {
-    range: f32,
+    lo: f32,
+    hi: f32,
     // 1 when the target format is sRGB: the colour map's values are sRGB-encoded already.
     srgb: f32,
-    pad0: f32,
-    pad1: f32,
+    pad: f32,
 }
 
 @group(0) @binding(0) var<storage, read> p: array<f32>;
@@ -40,7 +41,7 @@ const STOPS = array<vec3<f32>, 9>(
 
 @fragment
 fn fs(i: Out) -> @location(0) vec4<f32> {
-    let t = clamp(0.5 + 0.5 * i.value / view.range, 0.0, 1.0) * 8.0;
+    let t = clamp((i.value - view.lo) / (view.hi - view.lo), 0.0, 1.0) * 8.0;
     let k = min(u32(t), 7u);
     var c = mix(STOPS[k], STOPS[k + 1u], t - f32(k));
     if (view.srgb > 0.5) {

@@ -115,8 +115,9 @@ async function interactive() {
   let app = await open(n);
   show(app);
   let running = true;
-  let implicit = false; // the steady-heat mode: clicks add sources, each solved by CG
+  let implicit = false; // the steady-heat mode: clicks add sources, solved by AMG-CG
   let solving = false; // a solve is running (the App is busy until it ends)
+  let queued = []; // clicks made during a solve (x0, y0, x1, y1, ...): solved together next
   let perFrame = Number($("spf").value);
   let last = performance.now(), lastDone = app.completed_steps();
   if (params.get("trace") === "1") {
@@ -139,12 +140,39 @@ async function interactive() {
     if (solving && select) select.value = value;
     return solving;
   };
+  // The heat's figures, cleared for a new system (a new mesh or entering the mode).
+  const heatReady = () => {
+    $("solve").textContent = "click to add a heat source";
+    $("solve-time").textContent = "…";
+    $("setup").textContent = "at the first AMG solve";
+    legend("u", "0", "…");
+  };
+  const legend = (label, lo, hi) => {
+    $("legend-label").textContent = label;
+    $("legend-min").textContent = lo;
+    $("legend-max").textContent = hi;
+  };
+  // The page as the mode shows it: its title, controls, figures and colour scale.
+  const showMode = () => {
+    const title = implicit
+      ? "parloop: steady heat, solved implicitly on WebGPU"
+      : "parloop: the explicit wave equation, live on WebGPU";
+    $("title").textContent = title;
+    document.title = title;
+    for (const e of document.querySelectorAll(".wave-only")) e.hidden = implicit;
+    for (const e of document.querySelectorAll(".heat-only")) e.hidden = !implicit;
+    if (implicit) heatReady();
+    else {
+      const r = Number($("range").value).toFixed(2);
+      legend("p", "-" + r, "+" + r);
+    }
+  };
   $("mode").onchange = () => {
     if (busy($("mode"), implicit ? "heat" : "wave")) return;
     try {
       app.set_implicit($("mode").value === "heat");
       implicit = $("mode").value === "heat";
-      $("solve").textContent = implicit ? "click to add a heat source" : "…";
+      showMode();
       $("message").hidden = true;
     } catch (e) {
       $("mode").value = implicit ? "heat" : "wave"; // the mode did not change
@@ -157,7 +185,7 @@ async function interactive() {
     shownN = $("n").value;
     try {
       app.reset(Number($("n").value));
-      if (implicit) $("solve").textContent = "click to add a heat source";
+      if (implicit) heatReady();
       show(app);
       $("message").hidden = true; // a reset recovers from an earlier error
       lastDone = app.completed_steps();
@@ -171,7 +199,7 @@ async function interactive() {
       app.load_mesh(new Uint8Array(await file.arrayBuffer()));
       show(app);
       $("mesh").textContent += ` (${file.name})`;
-      if (implicit) $("solve").textContent = "click to add a heat source";
+      if (implicit) heatReady();
       $("message").hidden = true;
       lastDone = app.completed_steps();
     } catch (e) { fail(`${file.name}: ${e}`); }
@@ -203,19 +231,46 @@ async function interactive() {
     const x = ((ev.clientX - rect.left) / rect.width - 0.025) / 0.95;
     const y = 1 - ((ev.clientY - rect.top) / rect.height - 0.025) / 0.95;
     if (implicit) {
-      // One solve at a time: a click during a solve waits for the next.
-      if (solving) return;
-      solving = true;
-      $("solve").textContent = "solving…";
-      app.heat_source(x, y).then((r) => {
-        const { iterations, residual, recomputed } = JSON.parse(r);
-        $("solve").textContent = `CG: ${iterations} iterations, residual ${residual.toExponential(1)} ` +
-          `(recomputed: ${recomputed.toExponential(1)})`;
-      }).catch((e) => fail(String(e))).finally(() => { solving = false; });
+      // One solve at a time: clicks during a solve are queued, and solved together next.
+      queued.push(x, y);
+      if (solving) {
+        const n = queued.length / 2;
+        $("solve").textContent = `solving… (${n} click${n > 1 ? "s" : ""} queued: solved together next)`;
+      } else solveQueued();
       return;
     }
     try { app.pulse(x, y, 1.0); if (!running) app.frame(0); } catch (e) { fail(String(e)); }
   };
+  // Solves for the sources clicked so far, then for those clicked meanwhile.
+  const solveQueued = () => {
+    const points = Float32Array.from(queued);
+    queued = [];
+    const amg = $("pc").value === "amg";
+    solving = true;
+    $("solve").textContent = "solving…";
+    app.heat_source(points, amg).then((r) => {
+      const { iterations, residual, recomputed, seconds, setup, top } = JSON.parse(r);
+      const sources = points.length / 2;
+      $("solve").textContent = `${amg ? "AMG" : "Jacobi"}-CG: ${iterations} iterations, ` +
+        `residual ${residual.toExponential(1)} (recomputed: ${recomputed.toExponential(1)})` +
+        (sources > 1 ? `, ${sources} sources` : "");
+      $("solve-time").textContent = `${(seconds * 1000).toFixed(0)} ms` +
+        (setup !== null ? ` (the AMG setup's ${(setup * 1000).toFixed(0)} ms included)` : "");
+      if (setup !== null) $("setup").textContent = `${(setup * 1000).toFixed(0)} ms`;
+      legend("u", "0", top.toPrecision(2));
+    }).catch((e) => {
+      // The sources of clicks queued meanwhile were never added: say so, and drop them.
+      const dropped = queued.length / 2;
+      queued = [];
+      $("solve").textContent = "the solve failed" +
+        (dropped ? ` (${dropped} queued click${dropped > 1 ? "s" : ""} dropped)` : "");
+      fail(String(e));
+    }).finally(() => {
+      solving = false;
+      if (queued.length) solveQueued();
+    });
+  };
+  // The preconditioner applies from the next solve (one running keeps its own).
   const tick = () => {
     try {
       if (running && !implicit) {

@@ -17,8 +17,13 @@ pub(super) fn draw(s: &mut State) -> Result<(), JsValue> {
     } else {
         0.0
     };
+    // The wave's p over [-range, range]; the heat's u over [0, its largest value].
+    let (lo, hi) = match &s.heat {
+        Some(h) => (0.0, h.top.max(1e-30)),
+        None => (-s.range, s.range),
+    };
     gpu.queue
-        .write_buffer(&r.view, 0, bytemuck_cast(&[s.range, srgb, 0.0, 0.0]));
+        .write_buffer(&r.view, 0, bytemuck_cast(&[lo, hi, srgb, 0.0]));
     let bind = gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: Some("wave render"),
         layout: &r.pipeline.get_bind_group_layout(0),

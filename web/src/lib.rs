@@ -15,7 +15,7 @@ mod heat;
 use draw::draw;
 
 /// Vertices from a vertex buffer (coordinates), p from the simulation's storage buffer, coloured
-/// with viridis over [-range, range].
+/// with viridis (p over [-range, range]; in the implicit mode u over [0, its largest value]).
 const SHADER: &str = include_str!("../../shaders/render.wgsl");
 
 /// parloop's log messages (the adapter chosen, device errors) go to the browser console.

@@ -1,9 +1,10 @@
 // The demo page as a user drives it, in headless Chromium with WebGPU presented on a canvas
 // (Vulkan on SwiftShader): load, a canvas that is not blank and changes, Pause (it stops),
 // a click (the pulse appears where clicked), Reset while paused (the initial picture, the same
-// twice), every mesh size, the sliders, Start again, Gmsh files; the steady-heat mode (a click
-// adds a source, CG solves on the GPU, the heat shows where clicked); no console error and no
-// error message.
+// twice), every mesh size, the sliders, Start again, Gmsh files; the steady-heat mode (its title,
+// scale and figures; a click adds a source, AMG-CG solves on the GPU, the heat shows where
+// clicked; clicks during a solve queued; Jacobi for comparison); no console error and no error
+// message.
 // Usage: node web/test/user.mjs [--chromium PATH] [--bench-n 100,200,400] [--verbose 1]
 // With --bench-n it also prints the steps/s the page shows (completed steps) for each size.
 import { chromium } from "playwright-core";
@@ -206,50 +207,83 @@ try {
       .then(() => true, () => false);
     check(hidden && runs, `after ${name} the page runs again (message hidden: ${hidden}, steps from ${before}: ${await steps()})`);
   }
-  // The implicit mode on a 50 x 50 mesh: steady heat, a source per click, each solved by CG
-  // on the GPU (cg_async: the browser stays responsive while it awaits the residual checks).
+  // The implicit mode on a 50 x 50 mesh: steady heat, sources by clicks, solved by AMG-CG on
+  // the GPU (cg_async: the browser stays responsive while it awaits the residual checks).
   await page.waitForFunction(() => document.getElementById("mesh").textContent.startsWith("2601 vertices"), null, { timeout: 60_000 });
   await page.selectOption("#mode", "heat");
   await page.waitForFunction(() => document.getElementById("solve").textContent.startsWith("click"), null, { timeout: 60_000 });
+  const text = (id) => page.locator("#" + id).textContent();
+  const heatTitle = await page.title();
+  const shown = async (id) => page.locator("#" + id).isVisible();
+  check(/steady heat/.test(heatTitle) && /steady heat/.test(await text("title")) && await text("legend-label") === "u"
+    && !(await shown("sps")) && !(await shown("dpf")) && !(await shown("spf")) && await shown("solve-time") && await shown("pc"),
+    `the heat mode has its own title, scale and figures ("${heatTitle}", legend ${await text("legend-label")}; the wave's steps/s and dispatches hidden)`);
   await page.waitForTimeout(500);
   const cold = await shot();
   const hbox = await canvas.boundingBox();
+  const solvedText = () => /^(AMG|Jacobi)-CG: /.test(document.getElementById("solve").textContent);
   // Clicks at (x, y) and waits for the solve's report.
   const solved = async (x, y) => {
     await page.evaluate(() => { document.getElementById("solve").textContent = "waiting"; });
     await canvas.click({ position: { x, y } });
-    await page.waitForFunction(() => document.getElementById("solve").textContent.startsWith("CG:"), null, { timeout: 120_000 });
-    return page.locator("#solve").textContent();
+    await page.waitForFunction(solvedText, null, { timeout: 120_000 });
+    return text("solve");
   };
+  const report = (t) => /^(AMG|Jacobi)-CG: (\d+) iterations, residual ([0-9.e+-]+) \(recomputed: ([0-9.e+-]+)\)/.exec(t);
   const [hx, hy] = [Math.round(hbox.width * 0.3), Math.round(hbox.height * 0.4)];
   const first = await solved(hx, hy);
   // CG stops at a relative residual of 1e-5; recomputed in f32 (2601 unknowns) from the u
-  // it drew, ||b - A u|| / ||b|| stays within 1e-4.
-  const parsed = /CG: (\d+) iterations, residual ([0-9.e+-]+) \(recomputed: ([0-9.e+-]+)\)/.exec(first);
-  check(parsed && Number(parsed[1]) > 1 && Number(parsed[3]) <= 1e-4,
-    `a click is solved by CG on the GPU (${first})`);
+  // it drew, ||b - A u|| / ||b|| stays within 1e-4. AMG-CG takes a few iterations (Jacobi-CG
+  // about 100 here).
+  const a1 = report(first);
+  const setup = await text("setup");
+  const top = Number(await text("legend-max"));
+  check(a1 && a1[1] === "AMG" && Number(a1[2]) >= 2 && Number(a1[2]) <= 20 && Number(a1[4]) <= 1e-4
+    && /^\d+ ms$/.test(setup) && /ms \(the AMG setup/.test(await text("solve-time")) && top > 0,
+    `a click is solved by AMG-CG on the GPU (${first}; setup ${setup}; ${await text("solve-time")}; u up to ${top})`);
   await page.waitForTimeout(300);
   const warm = await shot();
   const hs = warm.width / hbox.width;
   const hotNear = diff(cold, warm, hx * hs, hy * hs, 12 * hs);
   const hotFar = diff(cold, warm, warm.width * 0.88, warm.height * 0.88, 12 * hs);
-  check(hotNear > 5 && hotNear > 3 * hotFar,
-    `the heat is where clicked (change near the source ${hotNear.toFixed(1)}, in the far corner ${hotFar.toFixed(1)})`);
+  // The scale runs from 0 to the largest u: the source is drawn at the top of the colour map.
+  check(hotNear > 40 && hotNear > 3 * hotFar,
+    `the heat is where clicked, on a scale from 0 to its peak (change near the source ${hotNear.toFixed(1)}, in the far corner ${hotFar.toFixed(1)})`);
   await noMessage("the steady-heat mode");
-  // A second source: solved from the first solution, the picture changes there.
+  // Three clicks at once: the first solves, the other two are queued, visibly, and solved
+  // together after it.
   const [gx, gy] = [Math.round(hbox.width * 0.75), Math.round(hbox.height * 0.7)];
-  const second = await solved(gx, gy);
+  const queuedText = await page.evaluate(([x, y]) => {
+    const c = document.getElementById("canvas");
+    const r = c.getBoundingClientRect();
+    for (const dx of [0, 30, -30]) {
+      c.dispatchEvent(new MouseEvent("click", { clientX: r.left + x + dx, clientY: r.top + y, bubbles: true }));
+    }
+    return document.getElementById("solve").textContent;
+  }, [gx, gy]);
+  await page.waitForFunction(() => / 2 sources$/.test(document.getElementById("solve").textContent), null, { timeout: 120_000 });
+  const together = await text("solve");
   await page.waitForTimeout(300);
   const warmer = await shot();
   const near2 = diff(warm, warmer, gx * hs, gy * hs, 12 * hs);
-  check(/^CG: \d+ iterations/.test(second) && near2 > 5, `a second source is solved and drawn (${second}; change there ${near2.toFixed(1)})`);
-  await noMessage("two sources");
+  const a2 = report(together);
+  check(/2 clicks queued/.test(queuedText) && a2 && Number(a2[4]) <= 1e-4 && near2 > 5,
+    `clicks during a solve are queued and solved together (${queuedText}; then ${together}; change there ${near2.toFixed(1)})`);
+  await noMessage("queued sources");
+  // Jacobi for comparison: the same system, more iterations.
+  await page.selectOption("#pc", "jacobi");
+  const jacobi = report(await solved(Math.round(hbox.width * 0.5), Math.round(hbox.height * 0.2)));
+  check(jacobi && jacobi[1] === "Jacobi" && Number(jacobi[2]) > 2 * Number(a1[2]) && Number(jacobi[4]) <= 1e-4,
+    `Jacobi-CG solves too, in more iterations than AMG-CG (${jacobi && jacobi[0]} against ${a1[2]})`);
+  await page.selectOption("#pc", "amg");
+  await noMessage("Jacobi");
   // Back to the wave: it runs again.
   await page.selectOption("#mode", "wave");
   const back = await steps();
   const waveRuns = await page.waitForFunction((b) => Number(document.getElementById("steps").textContent) > b, back, { timeout: 60_000 })
     .then(() => true, () => false);
-  check(waveRuns, "back in the wave mode, the wave runs");
+  check(waveRuns && /wave equation/.test(await page.title()) && await text("legend-label") === "p" && await shown("sps"),
+    "back in the wave mode, the wave runs under its own title and scale");
   await noMessage("back to the wave");
 
   const dpf = await page.locator("#dpf").textContent();
