@@ -221,7 +221,7 @@ impl<'a, T: Real> Chebyshev<'a, T> {
         let dinv = ctx.dat_zeros::<T>(&format!("{label} 1/diagonal"), &rows, 1)?;
         let t = T::DTYPE;
         let k = Kernel::new(
-            &format!("pl_chebyshev_inverse_{t}"),
+            format!("pl_chebyshev_inverse_{t}"),
             format!(
                 "fn pl_chebyshev_inverse_{t}(d: ptr<function, array<{t}, 1>>, \
                  v: ptr<function, array<{t}, 1>>) {{ (*v)[0] = {t}(1) / (*d)[0]; }}"
@@ -266,7 +266,7 @@ async fn diagonal_range<T: Real>(ctx: &Context, d: &Dat<T>) -> Result<(f64, f64)
     let t = T::DTYPE;
     let big = largest_literal(t);
     let k = Kernel::new(
-        &format!("pl_diagonal_range_{t}"),
+        format!("pl_diagonal_range_{t}"),
         format!(
             "fn pl_diagonal_range_{t}(d: ptr<function, array<{t}, 1>>, \
              m: ptr<function, array<{t}, 3>>) {{
