@@ -40,11 +40,12 @@ impl<T: Real> Smoother<T> {
             steps.push(ctx.global(&format!("{label} chebyshev {s}"), &c)?);
             rho = next;
         }
+        let dim = dinv.dim();
         Ok(Smoother {
             dinv,
             first: ctx.global(&format!("{label} chebyshev 0"), &[T::from_f64(1.0 / theta)])?,
             steps,
-            d: ctx.dat_zeros::<T>(&format!("{label} chebyshev d"), set, 1)?,
+            d: ctx.dat_zeros::<T>(&format!("{label} chebyshev d"), set, dim)?,
         })
     }
 

@@ -48,7 +48,7 @@ impl<T: Real, F: Fn(&Context, &Dat<T>, &Dat<T>) -> Result<()>> Preconditioner<T>
 }
 
 /// Refuses z = M^-1 r for a preconditioner `what` built from `a` (at its `generation`) when r
-/// or z is not a scalar Dat on a's rows, when they are one Dat, or when a changed since
+/// or z is not a Dat of a's block dim on a's rows, when they are one Dat, or when a changed since
 /// (`stale` says what to do).
 pub(super) fn check_apply<T: Real>(
     what: &str,
@@ -57,13 +57,13 @@ pub(super) fn check_apply<T: Real>(
     (r, z): (&Dat<T>, &Dat<T>),
     stale: &str,
 ) -> Result<()> {
-    let name = a.values.name();
+    let (name, dim) = (a.values.name(), a.block());
     let rows = a.sparsity().rows();
     for v in [r, z] {
-        if v.set().id() != rows.id() || v.dim() != 1 {
+        if v.set().id() != rows.id() || v.dim() != dim {
             return Err(Error::Usage(format!(
-                "{what} of Mat `{name}` preconditions Dats of dim 1 on `{}`, and was given `{}` \
-                 of dim {} on `{}`: build it from the matrix of the system solved",
+                "{what} of Mat `{name}` preconditions Dats of dim {dim} on `{}`, and was given \
+                 `{}` of dim {} on `{}`: build it from the matrix of the system solved",
                 rows.name(),
                 v.name(),
                 v.dim(),

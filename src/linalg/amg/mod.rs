@@ -57,7 +57,8 @@ const MAX_COARSE: usize = 256;
 /// What the setup built and where its time went.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AmgReport {
-    /// Unknowns and stored nonzeros of each level's operator, the finest first.
+    /// Unknowns and stored nonzeros of each level's operator, the finest first (scalar
+    /// unknowns and entries: a block matrix's times its block and its block squared).
     pub levels: Vec<(usize, usize)>,
     /// All levels' nonzeros over the finest's.
     pub operator_complexity: f64,
@@ -94,8 +95,12 @@ struct Coarse<T: Real> {
     x: Dat<T>,
 }
 
-/// Smoothed-aggregation AMG for a scalar [`Mat`] (symmetric positive definite for CG; the
-/// cycle is symmetric, so it preconditions CG; definite, positive or negative, in any case),
+/// Smoothed-aggregation AMG for a [`Mat`] of scalar or block entries (symmetric positive
+/// definite for CG; the cycle is symmetric, so it preconditions CG; definite, positive or
+/// negative, in any case). A block matrix's nodes are aggregated by the norms of its blocks,
+/// with one constant candidate per component (PyAMG's default for block matrices): right for
+/// vector problems whose components are coupled weakly or like a Laplacian's, and weaker for
+/// elasticity, whose rotations those candidates miss.
 /// as a [`Preconditioner`]: `Amg::new` reads the matrix back once and builds the hierarchy;
 /// `Amg::update` rebuilds it after the values change (a time step's or a Newton step's new
 /// matrix), keeping the aggregates of the first build. `Amg::new(ctx, &a, ..)` borrows the
@@ -147,9 +152,8 @@ impl<T: Real> std::ops::Deref for AmgMatrix<'_, T> {
 
 impl<'a, T: Real> Amg<'a, T> {
     /// The hierarchy of `a`, built now (the pending loops that assemble `a` run first).
-    /// A block matrix, a zero (or missing) diagonal entry, an entry that is not finite, a
-    /// matrix on a distributed set and a coarsest level too large to invert are errors naming
-    /// them.
+    /// A zero (or missing) diagonal entry, an entry that is not finite, a matrix on a
+    /// distributed set and a coarsest level too large to invert are errors naming them.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn new(
         ctx: &Context,
@@ -245,16 +249,11 @@ impl<T: Real> Preconditioner<T> for Amg<'_, T> {
     }
 }
 
-/// The matrix on the host, in f64 CSR (scalar entries; a single process's).
+/// The matrix on the host, in f64 CSR of scalar entries (a block matrix's blocks expanded:
+/// row r b + i is component i of row r; a single process's).
 async fn read<T: Real>(a: &Mat<T>) -> Result<CsMat<f64>> {
     let s = a.sparsity();
     let name = a.values.name();
-    if a.block() != 1 {
-        return Err(Error::Usage(format!(
-            "AMG of Mat `{name}`: blocks of {} components; AMG takes scalar matrices (block 1)",
-            a.block()
-        )));
-    }
     let rows = s.rows();
     if rows.id() != s.cols().id() {
         return Err(Error::Usage(format!(
@@ -267,23 +266,27 @@ async fn read<T: Real>(a: &Mat<T>) -> Result<CsMat<f64>> {
     if rows.halo().is_some() {
         return Err(Error::Usage(format!(
             "AMG of Mat `{name}`: its rows `{}` are distributed; AMG runs on one process \
-             (use Jacobi on N ranks)",
+             (use Chebyshev or Jacobi on N ranks)",
             rows.name()
         )));
     }
     let values = a.values.data_ro_async().await?;
-    let (n, m, w) = (rows.size(), s.cols().size(), s.width());
-    let mut indptr = Vec::with_capacity(n + 1);
+    let (n, m, w, b) = (rows.size(), s.cols().size(), s.width(), a.block());
+    let mut indptr = Vec::with_capacity(n * b + 1);
     let (mut indices, mut data) = (Vec::new(), Vec::new());
     indptr.push(0);
     for r in 0..n {
-        for (k, &c) in s.row(r).iter().enumerate() {
-            indices.push(c as usize);
-            data.push(values[r * w + k].to_f64());
+        for i in 0..b {
+            for (k, &c) in s.row(r).iter().enumerate() {
+                for j in 0..b {
+                    indices.push(c as usize * b + j);
+                    data.push(values[(r * w + k) * b * b + i * b + j].to_f64());
+                }
+            }
+            indptr.push(indices.len());
         }
-        indptr.push(indices.len());
     }
-    CsMat::try_new((n, m), indptr, indices, data)
+    CsMat::try_new((n * b, m * b), indptr, indices, data)
         .map_err(|e| Error::Data(format!("AMG of Mat `{name}`: {}", e.3)))
 }
 
@@ -330,8 +333,12 @@ async fn build<T: Real>(
         max_dense: MAX_COARSE,
         ..Params::default()
     };
-    let h = Hierarchy::new(host, &params, reuse).map_err(|e| {
-        let at = |i: usize| format!("AMG of Mat `{name}`: row {i}");
+    let nb = a.block();
+    let h = Hierarchy::new(host, nb, &params, reuse).map_err(|e| {
+        let at = |i: usize| match nb {
+            1 => format!("AMG of Mat `{name}`: row {i}"),
+            _ => format!("AMG of Mat `{name}`: row {}, component {}", i / nb, i % nb),
+        };
         Error::Data(match e {
             SetupError::ZeroDiagonal(i) => format!(
                 "{} has no nonzero diagonal entry: smoothing divides by it (a row of zeros, or \
@@ -384,22 +391,22 @@ async fn build<T: Real>(
     sizes.push((h.coarse.rows(), h.coarse.nnz()));
     let fine = a.sparsity().rows().clone();
     let sets: Vec<Set> = std::iter::once(fine)
-        .chain((1..sizes.len()).map(|k| Set::new(format!("{name} AMG level {k}"), sizes[k].0)))
+        .chain((1..sizes.len()).map(|k| Set::new(format!("{name} AMG level {k}"), sizes[k].0 / nb)))
         .collect();
     let mut levels = Vec::with_capacity(h.levels.len());
     for (k, l) in h.levels.iter().enumerate() {
         let (set, next) = (&sets[k], &sets[k + 1]);
         let label = |what: &str| format!("{name} AMG level {k} {what}");
         let tv = |v: &[f64]| v.iter().map(|&x| T::from_f64(x)).collect::<Vec<T>>();
-        let vector = |what: &str| ctx.dat_zeros::<T>(&label(what), set, 1);
+        let vector = |what: &str| ctx.dat_zeros::<T>(&label(what), set, nb);
         let interval = (o.lower * l.rho, l.rho);
-        let dinv = ctx.dat(&label("1/diagonal"), set, 1, &tv(&l.dinv))?;
+        let dinv = ctx.dat(&label("1/diagonal"), set, nb, &tv(&l.dinv))?;
         levels.push(Level {
             a: (k > 0)
-                .then(|| upload(ctx, &label("A"), set, set, &l.a))
+                .then(|| upload(ctx, &label("A"), (set, set), &l.a, nb))
                 .transpose()?,
-            p: upload(ctx, &label("P"), set, next, &l.p)?,
-            r: Restriction::new(ctx, &label("R"), set, next, &l.p)?,
+            p: upload(ctx, &label("P"), (set, next), &l.p, nb)?,
+            r: Restriction::new(ctx, &label("R"), (set, next), &l.p, nb)?,
             smoother: Smoother::new(ctx, &label("level"), set, dinv, o.degree, interval)?,
             b: (k > 0).then(|| vector("b")).transpose()?,
             x: (k > 0).then(|| vector("x")).transpose()?,
@@ -419,12 +426,12 @@ async fn build<T: Real>(
         inverse: upload(
             ctx,
             &format!("{name} AMG coarsest inverse"),
-            last,
-            last,
+            (last, last),
             &dense,
+            nb,
         )?,
-        b: ctx.dat_zeros::<T>(&format!("{name} AMG coarsest b"), last, 1)?,
-        x: ctx.dat_zeros::<T>(&format!("{name} AMG coarsest x"), last, 1)?,
+        b: ctx.dat_zeros::<T>(&format!("{name} AMG coarsest b"), last, nb)?,
+        x: ctx.dat_zeros::<T>(&format!("{name} AMG coarsest x"), last, nb)?,
     };
     let nnz: usize = sizes.iter().map(|s| s.1).sum();
     let report = AmgReport {
@@ -438,27 +445,36 @@ async fn build<T: Real>(
     Ok((levels, coarse, report, h.aggregates))
 }
 
-/// A host CSR matrix as a [`Mat`] on `rows` x `cols`.
+/// A host CSR matrix of scalar entries as a [`Mat`] of `b` x `b` blocks on `rows` x `cols`
+/// (scalar row r is component r % b of node r / b, and so for columns).
 pub(super) fn upload<T: Real>(
     ctx: &Context,
     name: &str,
-    rows: &Set,
-    cols: &Set,
+    (rows, cols): (&Set, &Set),
     m: &CsMat<f64>,
+    b: usize,
 ) -> Result<Mat<T>> {
-    let lists: Vec<Vec<u32>> = m
-        .outer_iterator()
-        .map(|row| row.indices().iter().map(|&c| c as u32).collect())
-        .collect();
-    let s = Rc::new(Sparsity::from_rows(name, rows, cols, lists)?);
-    let w = s.width();
-    let mut values = vec![T::from_f64(0.0); rows.size() * w];
+    let mut lists: Vec<Vec<u32>> = vec![Vec::new(); rows.size()];
     for (r, row) in m.outer_iterator().enumerate() {
-        for (k, &v) in row.data().iter().enumerate() {
-            values[r * w + k] = T::from_f64(v);
+        lists[r / b].extend(row.indices().iter().map(|&c| (c / b) as u32));
+    }
+    for l in &mut lists {
+        l.sort_unstable();
+        l.dedup();
+    }
+    let s = Rc::new(Sparsity::from_rows(name, rows, cols, lists.clone())?);
+    let (w, bb) = (s.width(), b * b);
+    let mut values = vec![T::from_f64(0.0); rows.size() * w * bb];
+    for (r, row) in m.outer_iterator().enumerate() {
+        let (node, i) = (r / b, r % b);
+        for (c, &v) in row.iter() {
+            let k = lists[node]
+                .binary_search(&((c / b) as u32))
+                .expect("the node's columns include each of its rows'");
+            values[(node * w + k) * bb + i * b + c % b] = T::from_f64(v);
         }
     }
-    let mut mat = Mat::new(ctx, name, &s)?;
+    let mut mat = Mat::blocked(ctx, name, &s, b)?;
     mat.values.set_data(&values)?;
     Ok(mat)
 }

@@ -34,40 +34,56 @@ const CHUNK: usize = 32;
 const CHUNK: usize = 4;
 
 impl<T: Real> Restriction<T> {
-    /// R = P^T from this level (`fine`) to the next (`coarse`), P on the host.
+    /// R = P^T from this level (`fine`) to the next (`coarse`), P on the host (scalar
+    /// entries, `b` unknowns per node): node rows split into chunks of node columns.
     pub(super) fn new(
         ctx: &Context,
         label: &str,
-        fine: &Set,
-        coarse: &Set,
+        (fine, coarse): (&Set, &Set),
         p: &CsMat<f64>,
+        b: usize,
     ) -> Result<Self> {
         let r: CsMat<f64> = p.transpose_view().to_csr();
         let (mut indptr, mut indices, mut data) = (vec![0usize], Vec::new(), Vec::new());
-        let mut of: Vec<Vec<u32>> = Vec::with_capacity(r.rows());
-        for row in r.outer_iterator() {
-            let (idx, val) = (row.indices(), row.data());
+        let mut of: Vec<Vec<u32>> = Vec::with_capacity(coarse.size());
+        for node in 0..coarse.size() {
+            let rows: Vec<_> = (0..b)
+                .map(|i| r.outer_view(node * b + i).unwrap())
+                .collect();
+            let mut cols: Vec<usize> = rows
+                .iter()
+                .flat_map(|row| row.indices().iter().map(|&c| c / b))
+                .collect();
+            cols.sort_unstable();
+            cols.dedup();
             let mut mine = Vec::new();
-            for start in (0..idx.len()).step_by(CHUNK) {
-                let end = (start + CHUNK).min(idx.len());
-                mine.push((indptr.len() - 1) as u32);
-                indices.extend_from_slice(&idx[start..end]);
-                data.extend_from_slice(&val[start..end]);
-                indptr.push(indices.len());
+            for chunk in cols.chunks(CHUNK) {
+                mine.push(((indptr.len() - 1) / b) as u32);
+                let (lo, hi) = (chunk[0] * b, (chunk[chunk.len() - 1] + 1) * b);
+                for row in &rows {
+                    for (c, &v) in row.iter().filter(|&(c, _)| c >= lo && c < hi) {
+                        indices.push(c);
+                        data.push(v);
+                    }
+                    indptr.push(indices.len());
+                }
+            }
+            if cols.is_empty() {
+                mine.push(((indptr.len() - 1) / b) as u32);
+                (0..b).for_each(|_| indptr.push(indices.len()));
             }
             of.push(mine);
         }
-        let n = indptr.len() - 1;
-        let m = CsMat::new((n, fine.size()), indptr, indices, data);
+        let n = (indptr.len() - 1) / b;
+        let m = CsMat::new((n * b, fine.size() * b), indptr, indices, data);
         let g = of.iter().map(Vec::len).max().unwrap_or(1).max(1);
         if g == 1 && n == coarse.size() {
             // One chunk per row: R itself.
-            let chunks = upload(ctx, label, coarse, fine, &m)?;
+            let chunks = upload(ctx, label, (coarse, fine), &m, b)?;
             return Ok(Restriction { chunks, sum: None });
         }
         let set = Set::new(format!("{label} chunks"), n);
-        let chunks = upload(ctx, label, &set, fine, &m)?;
-        // Every aggregate has members, so every row a chunk; an empty one would sum nothing.
+        let chunks = upload(ctx, label, (&set, fine), &m, b)?;
         let flat: Vec<u32> = of
             .iter()
             .flat_map(|c| {
@@ -79,7 +95,7 @@ impl<T: Real> Restriction<T> {
         let sum = Sum {
             of: Map::new(format!("{label} chunks of"), coarse, &set, g, &flat)?,
             count: ctx.dat(&format!("{label} chunk counts"), coarse, 1, &counts)?,
-            sums: ctx.dat_zeros::<T>(&format!("{label} chunk sums"), &set, 1)?,
+            sums: ctx.dat_zeros::<T>(&format!("{label} chunk sums"), &set, b)?,
         };
         Ok(Restriction {
             chunks,
@@ -93,16 +109,18 @@ impl<T: Real> Restriction<T> {
             return self.chunks.mult(ctx, x, y);
         };
         self.chunks.mult(ctx, x, &sum.sums)?;
-        let (t, g) = (T::DTYPE, sum.of.arity());
-        let name = format!("pl_amg_gather_{t}_{g}");
+        let (t, g, b) = (T::DTYPE, sum.of.arity(), y.dim());
+        let (name, gb) = (format!("pl_amg_gather_{t}_{g}_{b}"), g * b);
         let k = Kernel::new(
             &name,
             format!(
-                "fn {name}(s: ptr<function, array<{t}, {g}>>, n: ptr<function, array<u32, 1>>, \
-                 y: ptr<function, array<{t}, 1>>) {{
-    var sum = {t}();
-    for (var k = 0u; k < {g}u; k++) {{ if (k < (*n)[0]) {{ sum += (*s)[k]; }} }}
-    (*y)[0] = sum;
+                "fn {name}(s: ptr<function, array<{t}, {gb}>>, n: ptr<function, array<u32, 1>>, \
+                 y: ptr<function, array<{t}, {b}>>) {{
+    for (var c = 0u; c < {b}u; c++) {{
+        var sum = {t}();
+        for (var k = 0u; k < {g}u; k++) {{ if (k < (*n)[0]) {{ sum += (*s)[k * {b}u + c]; }} }}
+        (*y)[c] = sum;
+    }}
 }}
 "
             ),

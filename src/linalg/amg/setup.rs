@@ -83,11 +83,16 @@ pub(super) enum SetupError {
 }
 
 impl Hierarchy {
-    /// Builds the hierarchy of `a` (CSR, scalar entries); with `reuse`, the aggregates of an
-    /// earlier build of a matrix of the same pattern (no strength, no aggregation: the
-    /// candidate, prolongations and products are recomputed from the values).
+    /// Builds the hierarchy of `a` (CSR, scalar entries, `block` consecutive unknowns per
+    /// node: a block matrix's rows expanded); with `reuse`, the aggregates of an earlier build
+    /// of a matrix of the same pattern (no strength, no aggregation: the candidates,
+    /// prolongations and products are recomputed from the values). Nodes are aggregated (by
+    /// the Frobenius norms of the blocks), with `block` candidates, one constant per
+    /// component (PyAMG's default for block matrices); every level keeps `block` unknowns per
+    /// node (an aggregate is a node of the next).
     pub(super) fn new(
         a: CsMat<f64>,
+        block: usize,
         params: &Params,
         reuse: Option<&[(Vec<u32>, usize)]>,
     ) -> Result<Hierarchy, SetupError> {
@@ -98,23 +103,27 @@ impl Hierarchy {
             return Err(SetupError::NotSquare(a.rows(), a.cols()));
         }
         let scale = a.data().iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        let mut candidate = vec![1.0; a.rows()];
+        let b = block;
+        // The candidates, column-major: candidate c is 1 on component c of every node.
+        let mut candidate: Vec<f64> = (0..b)
+            .flat_map(|c| (0..a.rows()).map(move |i| if i % b == c { 1.0 } else { 0.0 }))
+            .collect();
         let mut stalled = false;
         loop {
             let n = a.rows();
             let dinv = inverse_diagonal(&a)?;
             let (aggregate, count) = match reuse {
                 Some(r) => match r.get(levels.len()) {
-                    Some(agg) if agg.0.len() == n => agg.clone(),
+                    Some(agg) if agg.0.len() * b == n => agg.clone(),
                     _ => break,
                 },
                 None => {
                     if n <= params.max_coarse || levels.len() + 1 >= params.max_levels {
                         break;
                     }
-                    let strong = strength(&a, params.theta);
+                    let strong = strength(&nodes(&a, b), params.theta);
                     let (aggregate, count) = aggregates(&strong);
-                    if count == 0 || count as f64 > 0.9 * n as f64 {
+                    if count == 0 || count as f64 > 0.9 * (n / b) as f64 {
                         // Nothing to aggregate (a diagonal matrix) or coarsening stalled.
                         stalled = true;
                         break;
@@ -122,8 +131,10 @@ impl Hierarchy {
                     (aggregate, count)
                 }
             };
-            improve(&a, &mut candidate, params.improve);
-            let (p0, coarse_candidate) = tentative(&aggregate, count, &candidate);
+            for c in candidate.chunks_mut(n) {
+                improve(&a, c, params.improve);
+            }
+            let (p0, coarse_candidate) = tentative(&aggregate, count, b, &candidate);
             let rho = spectral_radius(&a, &dinv)?;
             let p = smooth(&a, &dinv, &p0, params.omega / rho);
             let r: CsMat<f64> = p.transpose_view().to_csr();
@@ -280,35 +291,105 @@ fn aggregates(strong: &[Vec<u32>]) -> (Vec<u32>, usize) {
     (agg, count as usize)
 }
 
-/// The tentative prolongation: node i of aggregate a gets B_i / ||B_a|| in column a (B the
-/// candidate); the coarse candidate is ||B_a||. An aggregate where B vanishes takes the
-/// constant instead.
-fn tentative(agg: &[u32], count: usize, b: &[f64]) -> (CsMat<f64>, Vec<f64>) {
-    let mut norm = vec![0.0; count];
-    let mut size = vec![0usize; count];
-    for (i, &a) in agg.iter().enumerate() {
-        if a < ISOLATED {
-            norm[a as usize] += b[i] * b[i];
-            size[a as usize] += 1;
+/// The node matrix of a matrix of `b` x `b` blocks (expanded): entry (I, J) is block (I, J)'s
+/// Frobenius norm, with the sign of its trace where it has one (so that a scalar matrix,
+/// b = 1, is its own node matrix).
+fn nodes(a: &CsMat<f64>, b: usize) -> CsMat<f64> {
+    if b == 1 {
+        return a.clone();
+    }
+    let n = a.rows() / b;
+    let mut sum: std::collections::BTreeMap<(usize, usize), (f64, f64)> = Default::default();
+    for (i, row) in a.outer_iterator().enumerate() {
+        for (j, &v) in row.iter() {
+            let e = sum.entry((i / b, j / b)).or_insert((0.0, 0.0));
+            e.0 += v * v;
+            if i % b == j % b {
+                e.1 += v;
+            }
         }
     }
-    let flat: Vec<bool> = norm.iter().map(|&s| s == 0.0).collect();
-    for (a, s) in norm.iter_mut().enumerate() {
-        *s = if flat[a] {
-            (size[a] as f64).sqrt()
-        } else {
-            s.sqrt()
+    let mut t = TriMat::new((n, n));
+    for ((i, j), (sq, trace)) in sum {
+        let sign = if trace < 0.0 { -1.0 } else { 1.0 };
+        t.add_triplet(i, j, sign * sq.sqrt());
+    }
+    t.to_csr()
+}
+
+/// The tentative prolongation and the next level's candidates: the rows of aggregate a (its
+/// nodes' `b` unknowns each) of the `b` candidates B (column-major, `agg.len() b` rows)
+/// factored B_a = Q R by modified Gram-Schmidt; Q fills columns a b .. a b + b of P0 and R
+/// becomes the coarse candidates' rows of node a. An aggregate whose candidates are
+/// dependent there (they vanish) takes each component's constant instead.
+fn tentative(agg: &[u32], count: usize, b: usize, cand: &[f64]) -> (CsMat<f64>, Vec<f64>) {
+    let rows = agg.len() * b;
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); count];
+    for (i, &a) in agg.iter().enumerate() {
+        if a < ISOLATED {
+            members[a as usize].extend((0..b).map(|c| i * b + c));
+        }
+    }
+    let mut t = TriMat::new((rows, count * b));
+    let mut coarse = vec![0.0; count * b * b];
+    for (a, m) in members.iter().enumerate() {
+        let local = |constant: bool| -> Vec<Vec<f64>> {
+            (0..b)
+                .map(|c| {
+                    m.iter()
+                        .map(|&r| match constant {
+                            true => f64::from(u8::from(r % b == c)),
+                            false => cand[c * rows + r],
+                        })
+                        .collect()
+                })
+                .collect()
         };
-    }
-    let mut t = TriMat::new((agg.len(), count));
-    for (i, &a) in agg.iter().enumerate() {
-        if a < ISOLATED {
-            let a = a as usize;
-            let v = if flat[a] { 1.0 } else { b[i] };
-            t.add_triplet(i, a, v / norm[a]);
+        let (q, r) = match gram_schmidt(local(false)) {
+            Some(qr) => qr,
+            None => gram_schmidt(local(true)).expect("constants per component are independent"),
+        };
+        for (j, col) in q.iter().enumerate() {
+            for (k, &row) in m.iter().enumerate() {
+                t.add_triplet(row, a * b + j, col[k]);
+            }
+        }
+        // Coarse candidate c at unknown a b + j is R[j][c].
+        for j in 0..b {
+            for c in 0..b {
+                coarse[c * count * b + a * b + j] = r[j][c];
+            }
         }
     }
-    (t.to_csr(), norm)
+    (t.to_csr(), coarse)
+}
+
+/// Q R of the columns `v` (modified Gram-Schmidt): the orthonormal columns and R (row j,
+/// column c); None when a column is dependent on the ones before it.
+#[allow(clippy::type_complexity)]
+fn gram_schmidt(mut v: Vec<Vec<f64>>) -> Option<(Vec<Vec<f64>>, Vec<Vec<f64>>)> {
+    let k = v.len();
+    let mut r = vec![vec![0.0; k]; k];
+    let norm = |x: &[f64]| x.iter().map(|y| y * y).sum::<f64>().sqrt();
+    for c in 0..k {
+        let before = norm(&v[c]);
+        for j in 0..c {
+            let dot: f64 = v[j].iter().zip(&v[c]).map(|(x, y)| x * y).sum();
+            r[j][c] = dot;
+            let (head, tail) = v.split_at_mut(c);
+            tail[0]
+                .iter_mut()
+                .zip(&head[j])
+                .for_each(|(y, x)| *y -= dot * x);
+        }
+        let after = norm(&v[c]);
+        if !(after > 1e-10 * before) || after == 0.0 {
+            return None;
+        }
+        r[c][c] = after;
+        v[c].iter_mut().for_each(|y| *y /= after);
+    }
+    Some((v, r))
 }
 
 /// P = (I - w D^-1 A) P0: Jacobi's smoothing of the tentative prolongation.

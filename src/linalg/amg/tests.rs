@@ -80,15 +80,36 @@ fn laplacian(n: usize) -> CsMat<f64> {
     t.to_csr()
 }
 
+/// `a` with each entry a_ij replaced by the block a_ij C (C = [[2, 1], [1, 2]], symmetric
+/// positive definite: two coupled components per node), expanded to scalar entries.
+fn coupled(a: &CsMat<f64>) -> CsMat<f64> {
+    let c = [[2.0, 1.0], [1.0, 2.0]];
+    let mut t = TriMat::new((2 * a.rows(), 2 * a.cols()));
+    for (i, row) in a.outer_iterator().enumerate() {
+        for (j, &v) in row.iter() {
+            for (p, q) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+                t.add_triplet(2 * i + p, 2 * j + q, v * c[p][q]);
+            }
+        }
+    }
+    t.to_csr()
+}
+
 #[test]
 fn the_device_cycle_is_the_model_cycle() {
     let ctx = Context::new().unwrap();
     if !ctx.gpu().f64() {
         return;
     }
-    let a = laplacian(24);
-    let set = Set::new("grid", a.rows());
-    let mat = upload::<f64>(&ctx, "A", &set, &set, &a).unwrap();
+    // Scalar, then 2 x 2 blocks.
+    for (a, nb) in [(laplacian(24), 1), (coupled(&laplacian(16)), 2)] {
+        cycle_against_model(&ctx, &a, nb);
+    }
+}
+
+fn cycle_against_model(ctx: &Context, a: &CsMat<f64>, nb: usize) {
+    let set = Set::new("grid", a.rows() / nb);
+    let mat = upload::<f64>(ctx, "A", (&set, &set), a, nb).unwrap();
     for levels in [2, 3] {
         let o = AmgOptions {
             max_coarse: 20,
@@ -96,27 +117,27 @@ fn the_device_cycle_is_the_model_cycle() {
             degree: 3,
             ..AmgOptions::default()
         };
-        let amg = Amg::new(&ctx, &mat, &o).unwrap();
+        let amg = Amg::new(ctx, &mat, &o).unwrap();
         assert_eq!(amg.report().levels.len(), levels, "{:?}", amg.report());
         let params = Params {
             max_coarse: 20,
             max_levels: levels,
             ..Params::default()
         };
-        let h = Hierarchy::new(a.clone(), &params, None).unwrap();
+        let h = Hierarchy::new(a.clone(), nb, &params, None).unwrap();
         let b: Vec<f64> = (0..a.rows())
             .map(|i| ((i * 37) % 11) as f64 - 5.0)
             .collect();
         let want = vcycle(&h, &o, 0, &b);
-        let r = ctx.dat("r", &set, 1, &b).unwrap();
-        let z = ctx.dat_zeros::<f64>("z", &set, 1).unwrap();
-        amg.apply(&ctx, &r, &z).unwrap();
+        let r = ctx.dat("r", &set, nb, &b).unwrap();
+        let z = ctx.dat_zeros::<f64>("z", &set, nb).unwrap();
+        amg.apply(ctx, &r, &z).unwrap();
         let got = z.data_ro().unwrap();
         let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
             assert!(
                 (g - w).abs() <= 1e-12 * scale,
-                "{levels} levels, row {i}: {g} vs {w}"
+                "block {nb}, {levels} levels, row {i}: {g} vs {w}"
             );
         }
     }
