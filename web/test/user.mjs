@@ -5,8 +5,9 @@
 // scale and figures; a click adds a source, AMG-CG solves on the GPU, the heat shows where
 // clicked; clicks during a solve queued; Jacobi for comparison); no console error and no error
 // message.
-// Usage: node web/test/user.mjs [--chromium PATH] [--bench-n 100,200,400] [--verbose 1]
-// With --bench-n it also prints the steps/s the page shows (completed steps) for each size.
+// Usage: node web/test/user.mjs [--chromium PATH] [--bench-n 100,200,400] [--heat-n 100,200]
+// [--verbose 1]. With --bench-n it also prints the steps/s the page shows (completed steps) for
+// each size; with --heat-n the heat mode's iterations and times (AMG-CG, then Jacobi-CG).
 import { chromium } from "playwright-core";
 import { PNG } from "pngjs";
 import fs from "node:fs";
@@ -20,6 +21,7 @@ const args = Object.fromEntries(
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const chromiumPath = args.chromium ?? "/usr/bin/chromium";
 const benchNs = (args["bench-n"] ?? "").split(",").filter(Boolean).map(Number);
+const heatNs = (args["heat-n"] ?? "").split(",").filter(Boolean).map(Number);
 
 const { base, server } = await serve(root);
 
@@ -302,6 +304,30 @@ try {
     }
     samples.sort((x, y) => x - y);
     console.log(`bench (presented canvas): n = ${n}: ${samples[3]} steps/s (median of ${samples.join(", ")})`);
+  }
+  // The heat mode's figures per mesh size: one source at the centre, solved by AMG-CG (the
+  // first solve builds the hierarchy and compiles the cycle's shaders; a second source
+  // shows a warm solve), then the same first system by Jacobi-CG.
+  for (const n of heatNs) {
+    const fresh = async (pc) => {
+      await page.selectOption("#mode", "wave");
+      await page.selectOption("#n", String(n));
+      await page.waitForFunction((v) => document.getElementById("mesh").textContent.startsWith(`${v} vertices`), (n + 1) ** 2);
+      await page.selectOption("#mode", "heat");
+      await page.selectOption("#pc", pc);
+      await page.waitForFunction(() => document.getElementById("solve").textContent.startsWith("click"), null, { timeout: 60_000 });
+    };
+    const box = await canvas.boundingBox();
+    const [cx, cy] = [Math.round(box.width * 0.5), Math.round(box.height * 0.5)];
+    const figures = async () => `${await text("solve")}; ${await text("solve-time")}`;
+    await fresh("amg");
+    await solved(cx, cy);
+    const cold = await figures();
+    await solved(Math.round(box.width * 0.3), cy);
+    const warmSolve = await figures();
+    await fresh("jacobi");
+    await solved(cx, cy);
+    console.log(`heat (presented canvas): n = ${n}: first click ${cold}; second click ${warmSolve}; Jacobi, first click ${await figures()}`);
   }
   await noMessage("the whole session");
 } catch (e) {

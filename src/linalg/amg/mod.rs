@@ -326,14 +326,16 @@ async fn build<T: Real>(
     let host = read(a).await?;
     let read_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
+    let nb = a.block();
     let params = Params {
         theta: o.theta,
         max_coarse: o.max_coarse,
         max_levels: o.max_levels,
-        max_dense: MAX_COARSE,
+        // The coarsest inverse's rows are as wide as its unknowns, in values: at most
+        // MAX_COARSE of them whatever the block.
+        max_dense: MAX_COARSE / nb,
         ..Params::default()
     };
-    let nb = a.block();
     let h = Hierarchy::new(host, nb, &params, reuse).map_err(|e| {
         let at = |i: usize| match nb {
             1 => format!("AMG of Mat `{name}`: row {i}"),
@@ -376,7 +378,8 @@ async fn build<T: Real>(
                 format!(
                     "AMG of Mat `{name}`: coarsening stopped at {unknowns} unknowns after \
                      {levels} levels, too many for the coarsest level's dense inverse (at most \
-                     {MAX_COARSE}): {why}"
+                     {}): {why}",
+                    MAX_COARSE / nb
                 )
             }
             SetupError::SingularCoarse(n) => format!(

@@ -57,7 +57,8 @@ impl<T: Real> Restriction<T> {
             cols.sort_unstable();
             cols.dedup();
             let mut mine = Vec::new();
-            for chunk in cols.chunks(CHUNK) {
+            // A chunk's kernel holds its node columns' blocks: CHUNK values at most.
+            for chunk in cols.chunks((CHUNK / (b * b)).max(1)) {
                 mine.push(((indptr.len() - 1) / b) as u32);
                 let (lo, hi) = (chunk[0] * b, (chunk[chunk.len() - 1] + 1) * b);
                 for row in &rows {

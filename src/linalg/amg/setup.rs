@@ -16,8 +16,8 @@ pub(super) struct Params {
     pub(super) max_levels: usize,
     /// The prolongation smoother's weight, over the spectral radius of D^-1 A.
     pub(super) omega: f64,
-    /// Symmetric Gauss-Seidel sweeps on A x = 0 that improve the near-nullspace candidate
-    /// before each level's aggregation (scalar matrices).
+    /// Symmetric Gauss-Seidel sweeps on A x = 0 that improve the near-nullspace candidates
+    /// before each level's aggregation.
     pub(super) improve: usize,
     /// The most unknowns of the coarsest level, inverted densely.
     pub(super) max_dense: usize,
@@ -131,8 +131,8 @@ impl Hierarchy {
                     (aggregate, count)
                 }
             };
-            for c in candidate.chunks_mut(n) {
-                improve(&a, c, params.improve);
+            for (c, x) in candidate.chunks_mut(n).enumerate() {
+                improve(&a, x, params.improve, (c, b));
             }
             let (p0, coarse_candidate) = tentative(&aggregate, count, b, &candidate);
             let rho = spectral_radius(&a, &dinv)?;
@@ -189,8 +189,9 @@ fn inverse_diagonal(a: &CsMat<f64>) -> Result<Vec<f64>, SetupError> {
 }
 
 /// Symmetric Gauss-Seidel sweeps on A x = 0 from `x`: smooths the candidate towards A's
-/// near nullspace (small near Dirichlet boundaries), then scales it to unit maximum.
-fn improve(a: &CsMat<f64>, x: &mut [f64], sweeps: usize) {
+/// near nullspace (small near Dirichlet boundaries), then scales it to unit maximum. A
+/// candidate that vanishes becomes component c's constant again (of `b` per node).
+fn improve(a: &CsMat<f64>, x: &mut [f64], sweeps: usize, (c, b): (usize, usize)) {
     let sweep = |x: &mut [f64], i: usize| {
         let (mut s, mut d) = (0.0, 0.0);
         for (j, &v) in a.outer_view(i).unwrap().iter() {
@@ -214,7 +215,9 @@ fn improve(a: &CsMat<f64>, x: &mut [f64], sweeps: usize) {
     if max > 0.0 && max.is_finite() {
         x.iter_mut().for_each(|v| *v /= max);
     } else {
-        x.iter_mut().for_each(|v| *v = 1.0);
+        x.iter_mut()
+            .enumerate()
+            .for_each(|(i, v)| *v = f64::from(u8::from(i % b == c)));
     }
 }
 
@@ -299,20 +302,30 @@ fn nodes(a: &CsMat<f64>, b: usize) -> CsMat<f64> {
         return a.clone();
     }
     let n = a.rows() / b;
-    let mut sum: std::collections::BTreeMap<(usize, usize), (f64, f64)> = Default::default();
-    for (i, row) in a.outer_iterator().enumerate() {
-        for (j, &v) in row.iter() {
-            let e = sum.entry((i / b, j / b)).or_insert((0.0, 0.0));
-            e.0 += v * v;
-            if i % b == j % b {
-                e.1 += v;
+    // Per node row: the sums of squares and of diagonal components, by node column.
+    let (mut sq, mut trace, mut seen) = (vec![0.0; n], vec![0.0; n], vec![false; n]);
+    let mut t = TriMat::new((n, n));
+    for node in 0..n {
+        let mut cols = Vec::new();
+        for i in node * b..(node + 1) * b {
+            for (j, &v) in a.outer_view(i).unwrap().iter() {
+                let k = j / b;
+                if !seen[k] {
+                    seen[k] = true;
+                    cols.push(k);
+                }
+                sq[k] += v * v;
+                if i % b == j % b {
+                    trace[k] += v;
+                }
             }
         }
-    }
-    let mut t = TriMat::new((n, n));
-    for ((i, j), (sq, trace)) in sum {
-        let sign = if trace < 0.0 { -1.0 } else { 1.0 };
-        t.add_triplet(i, j, sign * sq.sqrt());
+        cols.sort_unstable();
+        for k in cols {
+            let sign = if trace[k] < 0.0 { -1.0 } else { 1.0 };
+            t.add_triplet(node, k, sign * sq[k].sqrt());
+            (sq[k], trace[k], seen[k]) = (0.0, 0.0, false);
+        }
     }
     t.to_csr()
 }
@@ -322,7 +335,12 @@ fn nodes(a: &CsMat<f64>, b: usize) -> CsMat<f64> {
 /// factored B_a = Q R by modified Gram-Schmidt; Q fills columns a b .. a b + b of P0 and R
 /// becomes the coarse candidates' rows of node a. An aggregate whose candidates are
 /// dependent there (they vanish) takes each component's constant instead.
-fn tentative(agg: &[u32], count: usize, b: usize, cand: &[f64]) -> (CsMat<f64>, Vec<f64>) {
+pub(super) fn tentative(
+    agg: &[u32],
+    count: usize,
+    b: usize,
+    cand: &[f64],
+) -> (CsMat<f64>, Vec<f64>) {
     let rows = agg.len() * b;
     let mut members: Vec<Vec<usize>> = vec![Vec::new(); count];
     for (i, &a) in agg.iter().enumerate() {

@@ -142,3 +142,51 @@ fn cycle_against_model(ctx: &Context, a: &CsMat<f64>, nb: usize) {
         }
     }
 }
+
+/// The tentative prolongation of 2 x 2 blocks: orthonormal columns (P0^T P0 = I), and the
+/// coarse candidates reproduce the fine ones (P0 Bc = B), for the constant candidates and for
+/// candidates that are not.
+#[test]
+fn the_block_tentative_prolongation_is_orthonormal_and_keeps_the_candidates() {
+    use super::setup::tentative;
+    let nodes = 40;
+    // Aggregates of 4 consecutive nodes, node 13 isolated.
+    let agg: Vec<u32> = (0..nodes as u32)
+        .map(|i| if i == 13 { setup::ISOLATED } else { i / 4 })
+        .collect();
+    let count = nodes / 4;
+    let rows = nodes * 2;
+    let constant: Vec<f64> = (0..2)
+        .flat_map(|c| (0..rows).map(move |i| f64::from(u8::from(i % 2 == c))))
+        .collect();
+    let varied: Vec<f64> = (0..2 * rows)
+        .map(|k| 1.0 + ((k * 7919) % 13) as f64 / 13.0)
+        .collect();
+    for cand in [constant, varied] {
+        let (p0, coarse) = tentative(&agg, count, 2, &cand);
+        let (p0, coarse_rows) = (p0.to_dense(), count * 2);
+        for j in 0..coarse_rows {
+            for k in 0..coarse_rows {
+                let dot: f64 = (0..rows).map(|i| p0[[i, j]] * p0[[i, k]]).sum();
+                let want = f64::from(u8::from(j == k));
+                assert!((dot - want).abs() < 1e-12, "P0^T P0 [{j}, {k}] = {dot}");
+            }
+        }
+        for c in 0..2 {
+            for i in 0..rows {
+                let got: f64 = (0..coarse_rows)
+                    .map(|j| p0[[i, j]] * coarse[c * coarse_rows + j])
+                    .sum();
+                let want = if agg[i / 2] == setup::ISOLATED {
+                    0.0
+                } else {
+                    cand[c * rows + i]
+                };
+                assert!(
+                    (got - want).abs() < 1e-12,
+                    "candidate {c}, row {i}: {got} against {want}"
+                );
+            }
+        }
+    }
+}
