@@ -4,6 +4,7 @@
 //! as par_loops and sparse products (Chebyshev smoothing, restriction, prolongation, the
 //! coarsest level's inverse), with no host round trip inside a cycle.
 
+mod dense;
 mod restrict;
 mod setup;
 #[cfg(test)]
