@@ -123,6 +123,11 @@ impl Heat {
             let r2 = (c[0] - at.0).powi(2) + (c[1] - at.1).powi(2);
             *f += (peak * (-r2 / (width * width)).exp()) as f32;
         }
+        self.load(ctx)
+    }
+
+    /// Records b = M f from the host's f.
+    fn load(&mut self, ctx: &Context) -> Result<()> {
         self.f.set_data(&self.f_host)?;
         let args = [self.weight.read(), self.f.read(), self.b.write()];
         ctx.par_loop(&times(), &self.vertices, &args)
@@ -143,8 +148,14 @@ impl Heat {
                     self.amg = Some(m);
                 }
                 Err(e) => {
-                    // The matrix went with the failed setup: assembled again for Jacobi.
-                    self.a = Some(system(ctx, &self.mesh)?.0);
+                    // The matrix went with the failed setup. Assembling it again makes new
+                    // sets, so the whole system is made again (for Jacobi), its sources kept.
+                    let (mesh, f) = (self.mesh.clone(), std::mem::take(&mut self.f_host));
+                    *self = Heat::new(ctx, &mesh)?;
+                    self.f_host = f;
+                    self.load(ctx)?;
+                    ctx.flush()?;
+                    ctx.upload(&self.u)?;
                     return Err(e);
                 }
             }
