@@ -7,8 +7,8 @@
 //! boundary facets of `--dirichlet GROUP` (default: the whole boundary) and its normal
 //! derivative (a Neumann condition) on the rest. `--cube` solves u = sin(pi x) sin(pi y)
 //! sin(pi z) on tetrahedra of the unit cube instead (`--n` cubes per side, u given on the whole
-//! boundary). `--pc amg` preconditions CG by algebraic multigrid instead of Jacobi (one
-//! process), `--pc chebyshev` by a Chebyshev polynomial (any ranks). `--precision f64` runs
+//! boundary). `--pc amg` preconditions CG by algebraic multigrid instead of Jacobi, `--pc
+//! chebyshev` by a Chebyshev polynomial (both on any number of ranks). `--precision f64` runs
 //! in double precision (an adapter with f64). u and its error go to out/poisson/poisson.pvd for
 //! ParaView.
 //!

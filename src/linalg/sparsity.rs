@@ -90,16 +90,33 @@ impl Sparsity {
         ctx.comm().agree(built, &what)
     }
 
-    /// A pattern given row by row (each row's columns sorted and unique), on sets of one
-    /// process: the matrices the library builds itself (AMG's levels).
+    /// A pattern given row by row (each row's columns sorted and unique; on N ranks every
+    /// local row, halo rows included, in local numbering): the matrices the library builds
+    /// itself (AMG's levels). Collective on distributed sets.
     pub(crate) fn from_rows(
+        ctx: &Context,
         name: &str,
         rows: &Set,
         cols: &Set,
         lists: Vec<Vec<u32>>,
     ) -> Result<Sparsity> {
-        let width = lists.iter().map(Vec::len).max().unwrap_or(1).max(1);
-        Pattern { lists, width }.build(name, rows, cols, &[], width)
+        let width = lists[..rows.size()]
+            .iter()
+            .map(Vec::len)
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        if rows.halo().is_none() {
+            return Pattern { lists, width }.build(name, rows, cols, &[], width);
+        }
+        let what = format!("Sparsity `{name}`");
+        let (_, width) = ctx.comm().min_max(width as u64, &what)?;
+        let built = Pattern {
+            lists,
+            width: width as usize,
+        }
+        .build(name, rows, cols, &[], width as usize);
+        ctx.comm().agree(built, &what)
     }
 
     /// Entries in the pattern (not counting padding); on N ranks, in this rank's owned rows.

@@ -1,7 +1,10 @@
 //! Multigrid's restriction R = P^T, as a product of short rows: R's rows are long in 3-D
 //! (hundreds of entries) and a sparse product's kernel is as wide as its longest row.
 
-use super::upload;
+use super::build::upload;
+use crate::data::Reach;
+use crate::data::Sections;
+use crate::data::halo::Halo;
 use crate::linalg::Mat;
 use crate::{Context, Dat, Kernel, Map, Real, Result, Set};
 use sprs::CsMat;
@@ -34,16 +37,16 @@ const CHUNK: usize = 32;
 const CHUNK: usize = 4;
 
 impl<T: Real> Restriction<T> {
-    /// R = P^T from this level (`fine`) to the next (`coarse`), P on the host (scalar
-    /// entries, `b` unknowns per node): node rows split into chunks of node columns.
+    /// R from this level (`fine`) to the next (`coarse`), on the host (scalar entries, `b`
+    /// unknowns per node; the coarse level's owned rows, the fine level's local columns):
+    /// node rows split into chunks of node columns.
     pub(super) fn new(
         ctx: &Context,
         label: &str,
         (fine, coarse): (&Set, &Set),
-        p: &CsMat<f64>,
+        r: &CsMat<f64>,
         b: usize,
     ) -> Result<Self> {
-        let r: CsMat<f64> = p.transpose_view().to_csr();
         let (mut indptr, mut indices, mut data) = (vec![0usize], Vec::new(), Vec::new());
         let mut of: Vec<Vec<u32>> = Vec::with_capacity(coarse.size());
         for node in 0..coarse.size() {
@@ -75,15 +78,25 @@ impl<T: Real> Restriction<T> {
             }
             of.push(mine);
         }
+        if of.is_empty() && coarse.total() > 0 {
+            // A rank that owns no coarse unknown but holds some in its halo (the coarsest
+            // level's): one empty chunk, so that the halo rows' map has a target.
+            (0..b).for_each(|_| indptr.push(0));
+        }
         let n = (indptr.len() - 1) / b;
-        let m = CsMat::new((n * b, fine.size() * b), indptr, indices, data);
+        let m = CsMat::new((n * b, fine.total() * b), indptr, indices, data);
         let g = of.iter().map(Vec::len).max().unwrap_or(1).max(1);
-        if g == 1 && n == coarse.size() {
+        // Every rank records the same loops: the widest split over the ranks decides.
+        let g = match coarse.halo() {
+            Some(_) => ctx.comm().min_max(g as u64, &format!("{label}: chunks"))?.1 as usize,
+            None => g,
+        };
+        if g == 1 {
             // One chunk per row: R itself.
             let chunks = upload(ctx, label, (coarse, fine), &m, b)?;
             return Ok(Restriction { chunks, sum: None });
         }
-        let set = Set::new(format!("{label} chunks"), n);
+        let set = chunk_set(ctx, &format!("{label} chunks"), coarse, n);
         let chunks = upload(ctx, label, (&set, fine), &m, b)?;
         let flat: Vec<u32> = of
             .iter()
@@ -93,8 +106,20 @@ impl<T: Real> Restriction<T> {
             })
             .collect();
         let counts: Vec<u32> = of.iter().map(|c| c.len() as u32).collect();
+        let name = format!("{label} chunks of");
+        let of = match coarse.halo() {
+            None => Map::new(name, coarse, &set, g, &flat)?,
+            Some(_) => {
+                // Halo rows are never run: any chunk.
+                let mut flat = flat;
+                flat.resize(coarse.total() * g, 0);
+                let built = Map::derived(name, coarse, &set, g, &flat, Reach::Owned);
+                ctx.comm()
+                    .agree(built, &format!("{label}: the chunks' map"))?
+            }
+        };
         let sum = Sum {
-            of: Map::new(format!("{label} chunks of"), coarse, &set, g, &flat)?,
+            of,
             count: ctx.dat(&format!("{label} chunk counts"), coarse, 1, &counts)?,
             sums: ctx.dat_zeros::<T>(&format!("{label} chunk sums"), &set, b)?,
         };
@@ -129,4 +154,27 @@ impl<T: Real> Restriction<T> {
         let args = [sum.sums.all(&sum.of).read(), sum.count.read(), y.write()];
         ctx.par_loop(&k, sum.of.from_set(), &args)
     }
+}
+
+/// The chunks' set: of one process, or on N ranks each rank's own chunks (owned, no halo),
+/// numbered after the lower ranks'. Collective on N ranks.
+fn chunk_set(ctx: &Context, name: &str, coarse: &Set, n: usize) -> Set {
+    if coarse.halo().is_none() {
+        return Set::new(name, n);
+    }
+    let comm = ctx.comm();
+    let counts = comm.all_gather(n as u64, &format!("{name}: counts"));
+    let first: u64 = counts[..comm.rank()].iter().sum();
+    let halo = Halo {
+        global: (first as u32..(first as usize + n) as u32).collect(),
+        global_size: counts.iter().sum::<u64>() as usize,
+        exchanges: Vec::new(),
+        // Never exchanged: a chunk is read only by the rank that owns it.
+        shared: false,
+    };
+    let sections = Sections {
+        owned: n,
+        ..Sections::default()
+    };
+    Set::distributed(name, sections, halo)
 }

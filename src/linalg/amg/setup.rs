@@ -3,6 +3,10 @@
 //! spectral radius for the smoothers, and the coarsest level's inverse.
 
 use super::dense::dense_inverse;
+use super::ranks::{self, Part};
+use super::spectrum::spectral_radius;
+use crate::part::Comm;
+use crate::{Error, Result};
 use sprs::{CsMat, TriMat};
 
 /// What the setup builds from: PyAMG's `smoothed_aggregation_solver` defaults where they
@@ -43,19 +47,27 @@ pub(super) struct Level {
     pub(super) a: CsMat<f64>,
     /// Prolongation: this level's unknowns x the next level's.
     pub(super) p: CsMat<f64>,
+    /// Restriction P^T: the next level's unknowns x this level's.
+    pub(super) r: CsMat<f64>,
     /// The inverse of A's diagonal.
     pub(super) dinv: Vec<f64>,
     /// An upper estimate of the spectral radius of D^-1 A.
     pub(super) rho: f64,
+    /// The level's nodes on this rank.
+    pub(super) part: Part,
 }
 
 /// The hierarchy: the levels, the coarsest operator and its inverse.
 pub(super) struct Hierarchy {
     pub(super) levels: Vec<Level>,
-    /// The coarsest operator.
-    pub(super) coarse: CsMat<f64>,
-    /// Its inverse (a pseudo-inverse when it is symmetric and singular), dense, row-major.
+    /// The coarsest level's nodes: this rank's owned ones, every other in its halo.
+    pub(super) coarse: Part,
+    /// This rank's rows of the coarsest operator's inverse (a pseudo-inverse when it is
+    /// symmetric and singular), dense, row-major, its columns in `coarse`'s local order.
     pub(super) inverse: Vec<f64>,
+    /// Each level's unknowns and stored entries on all ranks, the finest first, the
+    /// coarsest included.
+    pub(super) sizes: Vec<(usize, usize)>,
     /// The aggregates of each level (each unknown's aggregate, and their count), which a
     /// rebuild from new values of the same pattern may reuse.
     pub(super) aggregates: Vec<(Vec<u32>, usize)>,
@@ -70,6 +82,9 @@ pub(super) enum SetupError {
     ZeroDiagonal(usize),
     /// An entry is not finite: its row.
     NotFinite(usize),
+    /// The restriction's row (global) reaches a node its rank does not hold: on N ranks A's
+    /// pattern is not symmetric there.
+    Unsymmetric(usize),
     /// The coarsest operator (its size) is singular and not symmetric.
     SingularCoarse(usize),
     /// D^-1 A has eigenvalues of both signs (about the smallest and the largest).
@@ -85,46 +100,67 @@ pub(super) enum SetupError {
 
 impl Hierarchy {
     /// Builds the hierarchy of `a` (CSR, scalar entries, `block` consecutive unknowns per
-    /// node: a block matrix's rows expanded); with `reuse`, the aggregates of an earlier build
-    /// of a matrix of the same pattern (no strength, no aggregation: the candidates,
+    /// node: a block matrix's rows expanded): this rank's owned rows of `part`'s nodes, its
+    /// columns local (owned, then halo). With `reuse`, the aggregates of an earlier build of a
+    /// matrix of the same pattern (no strength, no aggregation: the candidates,
     /// prolongations and products are recomputed from the values). Nodes are aggregated (by
-    /// the Frobenius norms of the blocks), with `block` candidates, one constant per
-    /// component (PyAMG's default for block matrices); every level keeps `block` unknowns per
-    /// node (an aggregate is a node of the next).
+    /// the Frobenius norms of the blocks) within the rank, with `block` candidates, one
+    /// constant per component (PyAMG's default for block matrices); every level keeps
+    /// `block` unknowns per node (an aggregate is a node of the next). Collective on `comm`:
+    /// an error on one rank (worded by `word`) is an error on every rank.
     pub(super) fn new(
         a: CsMat<f64>,
+        mut part: Part,
         block: usize,
         params: &Params,
         reuse: Option<&[(Vec<u32>, usize)]>,
-    ) -> Result<Hierarchy, SetupError> {
+        (comm, word): (&Comm, &dyn Fn(SetupError) -> Error),
+    ) -> Result<Hierarchy> {
         let mut levels = Vec::new();
         let mut kept = Vec::new();
         let mut a = a.to_csr();
-        if a.rows() != a.cols() {
-            return Err(SetupError::NotSquare(a.rows(), a.cols()));
-        }
-        let scale = a.data().iter().fold(0.0f64, |m, v| m.max(v.abs()));
         let b = block;
-        // The candidates, column-major: candidate c is 1 on component c of every node.
+        let agree = |r, what: &str| agreed(comm, word, r, what);
+        let shape = if a.rows() != part.owned * b || a.cols() != part.total() * b {
+            Err(SetupError::NotSquare(a.rows(), a.cols()))
+        } else {
+            Ok(())
+        };
+        agree(shape, "the matrix's shape")?;
+        let scale = ranks::max(comm, a.data().iter().fold(0.0f64, |m, v| m.max(v.abs())));
+        // The candidates, column-major: candidate c is 1 on component c of every owned node.
         let mut candidate: Vec<f64> = (0..b)
             .flat_map(|c| (0..a.rows()).map(move |i| if i % b == c { 1.0 } else { 0.0 }))
             .collect();
         let mut stalled = false;
+        let mut sizes = Vec::new();
         loop {
             let n = a.rows();
-            let dinv = inverse_diagonal(&a)?;
+            let global = part.global_size * b;
+            sizes.push((global, ranks::count(comm, a.nnz())));
+            let glob = |i: usize| part.global[i / b] as usize * b + i % b;
+            let dinv = inverse_diagonal(&a).map_err(|e| match e {
+                SetupError::ZeroDiagonal(i) => SetupError::ZeroDiagonal(glob(i)),
+                SetupError::NotFinite(i) => SetupError::NotFinite(glob(i)),
+                e => e,
+            });
+            let dinv = agreed(comm, word, dinv, "the diagonal")?;
+            // The rank's own block: aggregates stay within it.
+            let own = (comm.size() > 1).then(|| owned_block(&a, n));
+            let local = own.as_ref().unwrap_or(&a);
             let (aggregate, count) = match reuse {
                 Some(r) => match r.get(levels.len()) {
                     Some(agg) if agg.0.len() * b == n => agg.clone(),
                     _ => break,
                 },
                 None => {
-                    if n <= params.max_coarse || levels.len() + 1 >= params.max_levels {
+                    if global <= params.max_coarse || levels.len() + 1 >= params.max_levels {
                         break;
                     }
-                    let strong = strength(&nodes(&a, b), params.theta);
+                    let strong = strength(&nodes(local, b), params.theta);
                     let (aggregate, count) = aggregates(&strong);
-                    if count == 0 || count as f64 > 0.9 * (n / b) as f64 {
+                    let total = ranks::count(comm, count);
+                    if total == 0 || total as f64 > 0.9 * part.global_size as f64 {
                         // Nothing to aggregate (a diagonal matrix) or coarsening stalled.
                         stalled = true;
                         break;
@@ -132,36 +168,81 @@ impl Hierarchy {
                     (aggregate, count)
                 }
             };
-            for (c, x) in candidate.chunks_mut(n).enumerate() {
-                improve(&a, x, params.improve, (c, b));
+            for (c, x) in candidate.chunks_mut(n.max(1)).enumerate() {
+                improve(&a, x, params.improve, (c, b), (&part, comm));
             }
             let (p0, coarse_candidate) = tentative(&aggregate, count, b, &candidate);
-            let rho = spectral_radius(&a, &dinv)?;
-            let p = smooth(&a, &dinv, &p0, params.omega / rho);
-            let r: CsMat<f64> = p.transpose_view().to_csr();
-            let ap = &a * &p;
-            let next = (&r * &ap).to_csr();
-            levels.push(Level { a, p, dinv, rho });
+            let rho = spectral_radius(&a, &dinv, &part, b, comm);
+            let rho = agreed(comm, word, rho, "the spectral radius")?;
+            let w = params.omega / rho;
+            let t = ranks::transfer(comm, (&a, &dinv, w), &p0, &part, count, b)
+                .map_err(SetupError::Unsymmetric);
+            let t = agreed(comm, word, t, "the transfers")?;
+            let (next, next_part) = (t.a, t.part);
+            levels.push(Level {
+                a,
+                p: t.p,
+                r: t.r,
+                dinv,
+                rho,
+                part,
+            });
             kept.push((aggregate, count));
-            a = next;
+            (a, part) = (next, next_part);
             candidate = coarse_candidate;
         }
-        if a.rows() > params.max_dense {
-            return Err(SetupError::CoarseTooLarge {
-                unknowns: a.rows(),
+        if part.global_size * b > params.max_dense {
+            // The same on every rank (global counts).
+            return Err(word(SetupError::CoarseTooLarge {
+                unknowns: part.global_size * b,
                 levels: levels.len() + 1,
                 stalled,
-            });
+            }));
         }
-        let inverse = dense_inverse(&a, scale)?;
-        // The levels' own estimates for the smoothers (the coarsest is solved directly).
+        let (whole, part) = ranks::gather(comm, &a, &part, b);
+        // The same whole operator on every rank: the same inverse (or error) everywhere.
+        let inverse = dense_inverse(&whole, scale).map_err(word)?;
+        // This rank's rows of the inverse, its columns in the coarsest part's local order.
+        let (m, total) = (whole.rows(), part.total() * b);
+        let glob = |i: usize| part.global[i / b] as usize * b + i % b;
+        let rows = (0..part.owned * b)
+            .flat_map(|i| (0..total).map(move |j| (i, j)))
+            .map(|(i, j)| inverse[glob(i) * m + glob(j)])
+            .collect();
         Ok(Hierarchy {
             levels,
-            coarse: a,
-            inverse,
+            coarse: part,
+            inverse: rows,
+            sizes,
             aggregates: kept,
         })
     }
+}
+
+/// A local outcome made collective: an error on one rank is an error on every rank.
+fn agreed<T>(
+    comm: &Comm,
+    word: &dyn Fn(SetupError) -> Error,
+    r: Result<T, SetupError>,
+    what: &str,
+) -> Result<T> {
+    let (value, status) = match r {
+        Ok(v) => (Some(v), Ok(())),
+        Err(e) => (None, Err(word(e))),
+    };
+    comm.agree(status, &format!("AMG setup: {what}"))?;
+    Ok(value.expect("agreed"))
+}
+
+/// The rank's own block of `a` (the owned columns, the first `n`): aggregates stay within it.
+fn owned_block(a: &CsMat<f64>, n: usize) -> CsMat<f64> {
+    let mut t = TriMat::new((a.rows(), n));
+    for (i, row) in a.outer_iterator().enumerate() {
+        for (j, &v) in row.iter().filter(|&(j, _)| j < n) {
+            t.add_triplet(i, j, v);
+        }
+    }
+    t.to_csr()
 }
 
 /// 1 / a_ii per row; a zero or missing diagonal entry, or a value not finite, is an error.
@@ -191,28 +272,42 @@ fn inverse_diagonal(a: &CsMat<f64>) -> Result<Vec<f64>, SetupError> {
 
 /// Symmetric Gauss-Seidel sweeps on A x = 0 from `x`: smooths the candidate towards A's
 /// near nullspace (small near Dirichlet boundaries), then scales it to unit maximum. A
-/// candidate that vanishes becomes component c's constant again (of `b` per node).
-fn improve(a: &CsMat<f64>, x: &mut [f64], sweeps: usize, (c, b): (usize, usize)) {
-    let sweep = |x: &mut [f64], i: usize| {
+/// candidate that vanishes becomes component c's constant again (of `b` per node). On N
+/// ranks `a` holds the owned rows with local columns and each sweep starts from the owners'
+/// values in the halo (hybrid Gauss-Seidel: a rank's interface is not a boundary); the
+/// maximum is over every rank.
+fn improve(
+    a: &CsMat<f64>,
+    x: &mut [f64],
+    sweeps: usize,
+    (c, b): (usize, usize),
+    (part, comm): (&Part, &Comm),
+) {
+    let n = x.len();
+    let mut v = x.to_vec();
+    v.resize(a.cols(), 0.0);
+    let sweep = |v: &mut [f64], i: usize| {
         let (mut s, mut d) = (0.0, 0.0);
-        for (j, &v) in a.outer_view(i).unwrap().iter() {
+        for (j, &y) in a.outer_view(i).unwrap().iter() {
             if j == i {
-                d += v;
+                d += y;
             } else {
-                s += v * x[j];
+                s += y * v[j];
             }
         }
-        x[i] = -s / d;
+        v[i] = -s / d;
     };
     for _ in 0..sweeps {
-        for i in 0..x.len() {
-            sweep(x, i);
+        part.exchange(comm, &mut v, b);
+        for i in 0..n {
+            sweep(&mut v, i);
         }
-        for i in (0..x.len()).rev() {
-            sweep(x, i);
+        for i in (0..n).rev() {
+            sweep(&mut v, i);
         }
     }
-    let max = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    x.copy_from_slice(&v[..n]);
+    let max = ranks::max(comm, x.iter().fold(0.0f64, |m, v| m.max(v.abs())));
     if max > 0.0 && max.is_finite() {
         x.iter_mut().for_each(|v| *v /= max);
     } else {
@@ -412,7 +507,7 @@ fn gram_schmidt(mut v: Vec<Vec<f64>>) -> Option<(Vec<Vec<f64>>, Vec<Vec<f64>>)> 
 }
 
 /// P = (I - w D^-1 A) P0: Jacobi's smoothing of the tentative prolongation.
-fn smooth(a: &CsMat<f64>, dinv: &[f64], p0: &CsMat<f64>, w: f64) -> CsMat<f64> {
+pub(super) fn smooth(a: &CsMat<f64>, dinv: &[f64], p0: &CsMat<f64>, w: f64) -> CsMat<f64> {
     let mut ap: CsMat<f64> = (a * p0).to_csr();
     let starts = ap.indptr().to_proper().to_vec();
     let data = ap.data_mut();
@@ -420,111 +515,4 @@ fn smooth(a: &CsMat<f64>, dinv: &[f64], p0: &CsMat<f64>, w: f64) -> CsMat<f64> {
         data[s[0]..s[1]].iter_mut().for_each(|v| *v *= -w * dinv[i]);
     }
     (&ap + p0).to_csr()
-}
-
-/// An upper estimate of the spectral radius of D^-1 A: Lanczos on |D|^-1/2 sign(D) S
-/// |D|^-1/2, S the symmetric part of A's entries that have a transposed partner (A itself
-/// when symmetric; a Dirichlet row kept with its column gives the same spectrum as
-/// eliminating it), the largest Ritz value, 5% up. PyAMG's approximate spectral radius takes
-/// the same from a few Lanczos steps. D^-1 A with negative eigenvalues as well as positive
-/// ones (an indefinite A, which the smoothers cannot damp) is an error.
-fn spectral_radius(a: &CsMat<f64>, dinv: &[f64]) -> Result<f64, SetupError> {
-    let n = a.rows();
-    let at: CsMat<f64> = a.transpose_view().to_csr();
-    let mut t = TriMat::new((n, n));
-    for (i, row) in a.outer_iterator().enumerate() {
-        let back = at.outer_view(i).unwrap();
-        for (j, &v) in row.iter() {
-            if let Some(&w) = back.get(j).filter(|&&w| w != 0.0 && v != 0.0) {
-                t.add_triplet(i, j, 0.5 * (v + w));
-            }
-        }
-    }
-    let a: CsMat<f64> = t.to_csr();
-    // A negative definite A (negative diagonal) has D^-1 A positive definite too.
-    let s: Vec<f64> = dinv.iter().map(|d| d.abs().sqrt()).collect();
-    let apply = |v: &[f64], out: &mut [f64]| {
-        for (i, row) in a.outer_iterator().enumerate() {
-            let sum = row.iter().map(|(j, &x)| x * s[j] * v[j]).sum::<f64>();
-            out[i] = dinv[i].signum() * s[i] * sum;
-        }
-    };
-    // A fixed start that is not special: deterministic setups on every run and rank.
-    let mut v: Vec<f64> = (0..n)
-        .map(|i| 1.0 + ((i * 7919) % 101) as f64 / 101.0)
-        .collect();
-    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
-    let nv = norm(&v);
-    v.iter_mut().for_each(|x| *x /= nv);
-    let (mut alpha, mut beta) = (Vec::new(), Vec::new());
-    let mut prev = vec![0.0; n];
-    let mut w = vec![0.0; n];
-    for k in 0..20.min(n) {
-        apply(&v, &mut w);
-        let a_k: f64 = w.iter().zip(&v).map(|(x, y)| x * y).sum();
-        let b_prev = if k > 0 { beta[k - 1] } else { 0.0 };
-        for i in 0..n {
-            w[i] -= a_k * v[i] + b_prev * prev[i];
-        }
-        alpha.push(a_k);
-        let b_k = norm(&w);
-        if b_k < 1e-12 * a_k.abs().max(1e-300) {
-            break;
-        }
-        beta.push(b_k);
-        prev.copy_from_slice(&v);
-        v.iter_mut().zip(&w).for_each(|(x, y)| *x = y / b_k);
-    }
-    let (lo, hi) = extreme_eigenvalues(&alpha, &beta);
-    if lo < -1e-3 * hi.abs() {
-        return Err(SetupError::Indefinite(lo, hi));
-    }
-    Ok(1.05 * hi)
-}
-
-/// The smallest and largest eigenvalues of the symmetric tridiagonal matrix with diagonal `a` and
-/// off-diagonal `b`, by bisection on Sturm counts.
-fn extreme_eigenvalues(a: &[f64], b: &[f64]) -> (f64, f64) {
-    let m = a.len();
-    let bound = (0..m)
-        .map(|i| {
-            let l = if i > 0 { b[i - 1].abs() } else { 0.0 };
-            let r = if i + 1 < m && i < b.len() {
-                b[i].abs()
-            } else {
-                0.0
-            };
-            a[i].abs() + l + r
-        })
-        .fold(0.0f64, f64::max);
-    // Eigenvalues below x.
-    let below = |x: f64| {
-        let mut count = 0;
-        let mut q = 1.0;
-        for i in 0..m {
-            let off = if i > 0 { b[i - 1] * b[i - 1] } else { 0.0 };
-            q = a[i] - x - if i > 0 { off / q } else { 0.0 };
-            if q == 0.0 {
-                q = 1e-300;
-            }
-            if q < 0.0 {
-                count += 1;
-            }
-        }
-        count
-    };
-    // The smallest x with at least `k` eigenvalues below it.
-    let bisect = |k: usize| {
-        let (mut lo, mut hi) = (-bound, bound);
-        for _ in 0..100 {
-            let mid = 0.5 * (lo + hi);
-            if below(mid) >= k {
-                hi = mid;
-            } else {
-                lo = mid;
-            }
-        }
-        hi
-    };
-    (bisect(1), bisect(m))
 }

@@ -1,8 +1,10 @@
 //! The device's V-cycle against a plain-Rust model of the same cycle on the same hierarchy.
 
+use super::build::upload;
 use super::setup::{Hierarchy, Level, Params};
 use super::*;
-use sprs::TriMat;
+use crate::{Error, Set};
+use sprs::{CsMat, TriMat};
 
 fn spmv(a: &CsMat<f64>, x: &[f64]) -> Vec<f64> {
     a.outer_iterator()
@@ -52,6 +54,7 @@ fn vcycle(h: &Hierarchy, o: &AmgOptions, k: usize, b: &[f64]) -> Vec<f64> {
     let q = spmv(&l.a, &x);
     let r: Vec<f64> = b.iter().zip(&q).map(|(b, q)| b - q).collect();
     let restriction: CsMat<f64> = l.p.transpose_view().to_csr();
+    assert_eq!(restriction, l.r, "R is P^T on one process");
     let xc = vcycle(h, o, k + 1, &spmv(&restriction, &r));
     for (x, p) in x.iter_mut().zip(spmv(&l.p, &xc)) {
         *x += p;
@@ -124,7 +127,10 @@ fn cycle_against_model(ctx: &Context, a: &CsMat<f64>, nb: usize) {
             max_levels: levels,
             ..Params::default()
         };
-        let h = Hierarchy::new(a.clone(), nb, &params, None).unwrap();
+        let part = super::ranks::Part::single(a.rows() / nb);
+        let one = crate::part::Comm::single();
+        let word = |e| Error::Data(format!("{e:?}"));
+        let h = Hierarchy::new(a.clone(), part, nb, &params, None, (&one, &word)).unwrap();
         let b: Vec<f64> = (0..a.rows())
             .map(|i| ((i * 37) % 11) as f64 - 5.0)
             .collect();
