@@ -95,9 +95,10 @@ pub(super) async fn build<T: Real>(
         ..Params::default()
     };
     let fine = a.sparsity().rows().clone();
-    let part = match fine.halo() {
-        Some(h) => Part::of(fine.size(), h),
-        None => Part::single(fine.size()),
+    // A matrix on sets of one process is this process's alone, whatever the other ranks do.
+    let (part, comm) = match fine.halo() {
+        Some(h) => (Part::of(fine.size(), h), ctx.comm().clone()),
+        None => (Part::single(fine.size()), crate::part::Comm::single()),
     };
     let word = |e: SetupError| {
         let at = |i: usize| match nb {
@@ -124,13 +125,13 @@ pub(super) async fn build<T: Real>(
                 levels,
                 stalled,
             } => {
-                let why = if stalled && ctx.ranks() > 1 {
+                let why = if stalled && comm.size() > 1 {
                     format!(
                         "on {} ranks aggregates stay within a rank, and this partition leaves \
                          too few of a rank's unknowns strongly connected to each other: \
                          partition the mesh into compact parts (METIS, PT-Scotch) or \
                          precondition by Chebyshev",
-                        ctx.ranks()
+                        comm.size()
                     )
                 } else if stalled {
                     format!(
@@ -153,6 +154,16 @@ pub(super) async fn build<T: Real>(
                     MAX_COARSE / nb
                 )
             }
+            SetupError::NoLevel => format!(
+                "AMG of Mat `{name}`: on N ranks AMG needs at least one coarse level, and \
+                 nothing aggregated: no unknown is strongly connected both ways (a_ij and a_ji \
+                 nonzero) to another of its rank{}; precondition it by Jacobi or Chebyshev",
+                if o.theta > 0.0 {
+                    ", or lower theta"
+                } else {
+                    ""
+                }
+            ),
             SetupError::Unsymmetric(i) => format!(
                 "AMG of Mat `{name}`: row {i} of a restriction reaches an unknown its rank \
                  does not hold: on N ranks AMG needs a matrix whose pattern is symmetric (a_ij \
@@ -164,19 +175,18 @@ pub(super) async fn build<T: Real>(
             ),
         })
     };
-    let h = Hierarchy::new(host, part, nb, &params, reuse, (ctx.comm(), &word))?;
+    let h = Hierarchy::new(host, part, nb, &params, reuse, (&comm, &word))?;
     let setup_s = t1.elapsed().as_secs_f64();
     let t2 = Instant::now();
     let sizes = h.sizes.clone();
+    // The finest, each coarser level's, and the coarsest (the finest itself when there is
+    // no other level: one process only).
     let mut sets = vec![fine.clone()];
     let parts = h.levels.iter().skip(1).map(|l| &l.part);
-    for (k, part) in parts.chain(std::iter::once(&h.coarse)).enumerate() {
-        sets.push(level_set(
-            ctx,
-            &fine,
-            &format!("{name} AMG level {}", k + 1),
-            part,
-        ));
+    let coarsest = (!h.levels.is_empty()).then_some(&h.coarse);
+    for (k, part) in parts.chain(coarsest).enumerate() {
+        let label = format!("{name} AMG level {}", k + 1);
+        sets.push(level_set(ctx, &fine, &label, part));
     }
     let mut levels = Vec::with_capacity(h.levels.len());
     for (k, l) in h.levels.iter().enumerate() {

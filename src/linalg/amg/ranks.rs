@@ -323,11 +323,14 @@ pub(super) fn transfer(
         .map(|(l, &g)| (g, l))
         .collect();
     let mut r = TriMat::new((count * b, part.total() * b));
+    // An entry whose column this rank does not hold fails after the collectives below (every
+    // rank makes them).
+    let mut missing = None;
     for (row, g, v) in r_t {
-        let Some(&l) = local.get(&((g / b) as u32)) else {
-            return Err(first + row);
-        };
-        r.add_triplet(row, l * b + g % b, v);
+        match local.get(&((g / b) as u32)) {
+            Some(&l) => r.add_triplet(row, l * b + g % b, v),
+            None => missing = missing.or(Some(first + row)),
+        }
     }
     let rap: CsMat<f64> = rap_t.to_csr();
     let needed: Vec<u32> = rap
@@ -338,6 +341,9 @@ pub(super) fn transfer(
         .map(|&c| (c / b) as u32)
         .collect();
     let next = next_part(comm, count, &at, needed);
+    if let Some(row) = missing {
+        return Err(row);
+    }
     let local = |c: usize| -> usize {
         if mine.contains(&c) {
             c - first
@@ -433,7 +439,8 @@ fn extend(comm: &Comm, m: &CsMat<f64>, part: &Part, b: usize) -> CsMat<f64> {
 /// inverse's product).
 pub(super) fn gather(comm: &Comm, a: &CsMat<f64>, part: &Part, b: usize) -> (CsMat<f64>, Part) {
     if comm.size() == 1 {
-        return (a.clone(), part.clone());
+        // Local numbering throughout (a distribution's numbering on one process included).
+        return (a.clone(), Part::single(part.owned));
     }
     let glob = |l: usize| part.global[l / b] as usize * b + l % b;
     let mut mine = Vec::new();
@@ -458,4 +465,22 @@ pub(super) fn gather(comm: &Comm, a: &CsMat<f64>, part: &Part, b: usize) -> (CsM
         .filter(|g| !me.contains(&(*g as usize)))
         .collect();
     (t.to_csr(), next_part(comm, part.owned, &at, others))
+}
+
+/// `m`'s columns (local to `from`, `b` per node) renumbered local to `to`, a part of the same
+/// nodes that holds every node `from` does.
+pub(super) fn renumber(m: &CsMat<f64>, (from, to): (&Part, &Part), b: usize) -> CsMat<f64> {
+    if from.global == to.global {
+        return m.clone();
+    }
+    let local: std::collections::HashMap<u32, usize> =
+        to.global.iter().enumerate().map(|(l, &g)| (g, l)).collect();
+    let mut t = TriMat::new((m.rows(), to.total() * b));
+    for (i, row) in m.outer_iterator().enumerate() {
+        for (c, &v) in row.iter() {
+            let l = local[&from.global[c / b]];
+            t.add_triplet(i, l * b + c % b, v);
+        }
+    }
+    t.to_csr()
 }

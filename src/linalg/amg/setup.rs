@@ -82,6 +82,8 @@ pub(super) enum SetupError {
     ZeroDiagonal(usize),
     /// An entry is not finite: its row.
     NotFinite(usize),
+    /// On N ranks nothing aggregated on the finest level (at least one level is needed).
+    NoLevel,
     /// The restriction's row (global) reaches a node its rank does not hold: on N ranks A's
     /// pattern is not symmetric there.
     Unsymmetric(usize),
@@ -135,7 +137,7 @@ impl Hierarchy {
         let mut stalled = false;
         let mut sizes = Vec::new();
         loop {
-            let n = a.rows();
+            let (n, k) = (a.rows(), levels.len());
             let global = part.global_size * b;
             sizes.push((global, ranks::count(comm, a.nnz())));
             let glob = |i: usize| part.global[i / b] as usize * b + i % b;
@@ -149,12 +151,15 @@ impl Hierarchy {
             let own = (comm.size() > 1).then(|| owned_block(&a, n));
             let local = own.as_ref().unwrap_or(&a);
             let (aggregate, count) = match reuse {
-                Some(r) => match r.get(levels.len()) {
+                Some(r) => match r.get(k) {
                     Some(agg) if agg.0.len() * b == n => agg.clone(),
                     _ => break,
                 },
                 None => {
-                    if global <= params.max_coarse || levels.len() + 1 >= params.max_levels {
+                    // On N ranks at least one level: the finest is numbered by the
+                    // distribution, the coarsest gathered in the ranks' order.
+                    let small = global <= params.max_coarse && (comm.size() == 1 || k > 0);
+                    if small || k + 1 >= params.max_levels.max(1 + usize::from(comm.size() > 1)) {
                         break;
                     }
                     let strong = strength(&nodes(local, b), params.theta);
@@ -168,7 +173,9 @@ impl Hierarchy {
                     (aggregate, count)
                 }
             };
-            for (c, x) in candidate.chunks_mut(n.max(1)).enumerate() {
+            // Each candidate, also where this rank has no unknown (its sweeps exchange).
+            for c in 0..b {
+                let x = &mut candidate[c * n..(c + 1) * n];
                 improve(&a, x, params.improve, (c, b), (&part, comm));
             }
             let (p0, coarse_candidate) = tentative(&aggregate, count, b, &candidate);
@@ -191,6 +198,9 @@ impl Hierarchy {
             (a, part) = (next, next_part);
             candidate = coarse_candidate;
         }
+        if comm.size() > 1 && levels.is_empty() {
+            return Err(word(SetupError::NoLevel));
+        }
         if part.global_size * b > params.max_dense {
             // The same on every rank (global counts).
             return Err(word(SetupError::CoarseTooLarge {
@@ -199,7 +209,12 @@ impl Hierarchy {
                 stalled,
             }));
         }
-        let (whole, part) = ranks::gather(comm, &a, &part, b);
+        let (whole, gathered) = ranks::gather(comm, &a, &part, b);
+        if let Some(last) = levels.last_mut() {
+            // The last prolongation's halo columns, renumbered as the gathered part holds them.
+            last.p = ranks::renumber(&last.p, (&part, &gathered), b);
+        }
+        let part = gathered;
         // The same whole operator on every rank: the same inverse (or error) everywhere.
         let inverse = dense_inverse(&whole, scale).map_err(word)?;
         // This rank's rows of the inverse, its columns in the coarsest part's local order.

@@ -196,3 +196,29 @@ fn the_block_tentative_prolongation_is_orthonormal_and_keeps_the_candidates() {
         }
     }
 }
+
+/// A matrix no larger than `max_coarse` has one level, the coarsest: the cycle is its dense
+/// inverse, so z = A^-1 r exactly (on the matrix's own set).
+#[test]
+fn a_single_level_hierarchy_solves_exactly() {
+    let ctx = Context::new().unwrap();
+    if !ctx.gpu().f64() {
+        return;
+    }
+    let a = laplacian(5);
+    let set = Set::new("small", a.rows());
+    let mat = upload::<f64>(&ctx, "A", (&set, &set), &a, 1).unwrap();
+    let amg = Amg::new(&ctx, &mat, &AmgOptions::default()).unwrap();
+    assert_eq!(amg.report().levels.len(), 1, "{:?}", amg.report());
+    let r: Vec<f64> = (0..a.rows()).map(|i| (i % 7) as f64 - 3.0).collect();
+    let rd = ctx.dat("r", &set, 1, &r).unwrap();
+    let z = ctx.dat_zeros::<f64>("z", &set, 1).unwrap();
+    amg.apply(&ctx, &rd, &z).unwrap();
+    let z = z.data_ro().unwrap().to_vec();
+    for (i, (az, want)) in spmv(&a, &z).iter().zip(&r).enumerate() {
+        assert!(
+            (az - want).abs() < 1e-10,
+            "row {i}: (A z) = {az} against r = {want}"
+        );
+    }
+}

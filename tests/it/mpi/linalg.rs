@@ -220,6 +220,9 @@ fn worker<T: Real>(ctx: &Context, out: std::path::PathBuf) {
     let mut part = d.distribute(cells, partitioner).unwrap();
     let (x, f, cv) = (part.dat(x).unwrap(), part.dat(f).unwrap(), part.map(cv));
     let ids = part.set(vertices).global_ids().unwrap().to_vec();
+    if std::env::var("MPI_TEST_PC").as_deref() == Ok("amg-zero-row") {
+        return zero_row(ctx, &cv, &x, &f, &ids, out);
+    }
     let guess = std::env::var_os("MPI_TEST_GUESS").is_some();
     let pc = match std::env::var("MPI_TEST_PC").as_deref() {
         Ok("chebyshev") => Pc::Chebyshev,
@@ -248,6 +251,38 @@ fn worker<T: Real>(ctx: &Context, out: std::path::PathBuf) {
     if let Some(u) = u.gather().unwrap() {
         let u: Vec<f64> = u.iter().map(|v| v.to_f64()).collect();
         std::fs::write(out, bytemuck::cast_slice(&flatten(&report, &u))).unwrap();
+    }
+}
+
+/// The vertex whose row the zero-row case empties (global number).
+const ZERO_ROW: usize = 1000;
+
+/// AMG of a matrix with a zero diagonal entry in one rank's rows: an error on every rank
+/// (none waits for the others in the setup's exchanges), naming the global row.
+fn zero_row<T: Real>(
+    ctx: &Context,
+    cv: &Map,
+    x: &Dat<T>,
+    f: &Dat<T>,
+    ids: &[u32],
+    out: std::path::PathBuf,
+) {
+    let (a, _) = assemble::<T>(ctx, "A", cv, x, f).unwrap();
+    let rows: Vec<u32> = (0..ids.len() as u32)
+        .filter(|&r| ids[r as usize] as usize == ZERO_ROW)
+        .collect();
+    a.zero_rows(ctx, &rows, T::from_f64(0.0)).unwrap();
+    let e = match Amg::new(ctx, &a, &AmgOptions::default()) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("rank {}: AMG accepted a zero diagonal entry", ctx.rank()),
+    };
+    assert!(
+        e.contains(&format!("row {ZERO_ROW} has no nonzero diagonal entry")),
+        "rank {}: {e}",
+        ctx.rank()
+    );
+    if ctx.rank() == 0 {
+        std::fs::write(out, bytemuck::cast_slice(&[1.0f64])).unwrap();
     }
 }
 
@@ -392,6 +427,13 @@ fn amg_cg_on_2_and_4_ranks_takes_one_process_iterations_within_10_percent() {
             "{np} ranks: u differs from one process by {diff:e}"
         );
     }
+    // A zero diagonal entry in one rank's rows fails the setup on every rank.
+    let env = [
+        ("MPI_TEST_PARTITIONER", "kway"),
+        ("MPI_TEST_MESH", "amg"),
+        ("MPI_TEST_PC", "amg-zero-row"),
+    ];
+    assert_eq!(mpirun_f64(3, &worker!("poisson_worker"), &env), [1.0]);
 }
 
 /// A run on N ranks against one process: iterations, residuals, true residual, u.
@@ -440,8 +482,8 @@ fn compare(got: &[f64], want: &[f64], f64: bool, case: &str) {
 
 /// On N ranks, matrices on sets of one process stay local: each rank solves its own system
 /// (b differs per rank, so a ||b|| summed over the ranks would stop rank 0 at once), and rank
-/// 0 alone builds and solves another (a collective call would hang). A pair whose row map was
-/// made by `Map::new` on a rank's part is refused on every rank. Rank 0 writes its x, the
+/// 0 alone builds and solves another, by CG and by AMG-CG (a collective call would hang). A
+/// pair whose row map was made by `Map::new` on a rank's part is refused on every rank. Rank 0 writes its x, the
 /// iterations of its own system, and 1.0 when the refusal came on this rank.
 #[test]
 #[ignore = "run by the other tests under mpirun"]
@@ -451,7 +493,7 @@ fn local_and_refused_worker() {
     let Some(out) = out_path() else { return };
     let comm = Comm::world().unwrap();
     let ctx = Context::with_comm(Config::from_env().unwrap(), &comm).unwrap();
-    let system = |b: &[f32]| {
+    let system = |b: &[f32], amg: bool| {
         let s = Set::new("s", b.len());
         let id: Vec<u32> = (0..b.len() as u32).collect();
         let m = Map::new("id", &s, &s, 1, &id).unwrap();
@@ -462,12 +504,19 @@ fn local_and_refused_worker() {
         a.values.set_data(&d).unwrap();
         let b = ctx.dat("b", &s, 1, b).unwrap();
         let x = ctx.dat_zeros::<f32>("x", &s, 1).unwrap();
-        let rep = cg(&ctx, &a, &b, &x, None, &SolveOptions::default()).unwrap();
+        // AMG of a rank's own matrix is the rank's alone (a single level: its inverse).
+        let rep = match amg {
+            true => {
+                let m = Amg::new(&ctx, &a, &AmgOptions::default()).unwrap();
+                cg(&ctx, &a, &b, &x, Some(&m), &SolveOptions::default()).unwrap()
+            }
+            false => cg(&ctx, &a, &b, &x, None, &SolveOptions::default()).unwrap(),
+        };
         let x: Vec<f32> = x.data_ro().unwrap().to_vec();
         (rep, x)
     };
     let scale = if ctx.rank() == 0 { 1e-4 } else { 1e3 };
-    let (rep, x) = system(&[scale, 2.0 * scale]);
+    let (rep, x) = system(&[scale, 2.0 * scale], false);
     // D = diag(2, 3): x = b / d.
     assert!(
         (x[0] - scale / 2.0).abs() <= 1e-5 * scale
@@ -476,8 +525,15 @@ fn local_and_refused_worker() {
         ctx.rank()
     );
     if ctx.rank() == 0 {
-        let (_, y) = system(&[3.0, 3.0, 4.0]);
+        let (_, y) = system(&[3.0, 3.0, 4.0], false);
         assert_eq!(y, [1.5, 1.0, 1.0], "rank 0's own second system");
+        let (_, y) = system(&[3.0, 3.0, 4.0], true);
+        let e = y
+            .iter()
+            .zip([1.5, 1.0, 1.0])
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f32::max);
+        assert!(e < 1e-6, "rank 0's own system by AMG-CG: {y:?}");
     }
     // The refusal: a chain of 8 cells and 9 nodes; the row map made after the distribution.
     let mut d = Distribution::new(&ctx);
