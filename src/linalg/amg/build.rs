@@ -154,16 +154,6 @@ pub(super) async fn build<T: Real>(
                     MAX_COARSE / nb
                 )
             }
-            SetupError::NoLevel => format!(
-                "AMG of Mat `{name}`: on N ranks AMG needs at least one coarse level, and \
-                 nothing aggregated: no unknown is strongly connected both ways (a_ij and a_ji \
-                 nonzero) to another of its rank{}; precondition it by Jacobi or Chebyshev",
-                if o.theta > 0.0 {
-                    ", or lower theta"
-                } else {
-                    ""
-                }
-            ),
             SetupError::Unsymmetric(i) => format!(
                 "AMG of Mat `{name}`: row {i} of a restriction reaches an unknown its rank \
                  does not hold: on N ranks AMG needs a matrix whose pattern is symmetric (a_ij \

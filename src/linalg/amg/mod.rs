@@ -29,7 +29,8 @@ pub struct AmgOptions {
     /// Levels stop coarsening at this many unknowns; the coarsest is solved directly (a dense
     /// inverse: at most 256).
     pub max_coarse: usize,
-    /// The most levels, the finest included.
+    /// The most levels, the finest included (on N ranks at least 2: the coarsest level is
+    /// gathered from every rank's part).
     pub max_levels: usize,
     /// Chebyshev smoothing steps before and after each coarse correction (each a product
     /// with A).

@@ -82,8 +82,6 @@ pub(super) enum SetupError {
     ZeroDiagonal(usize),
     /// An entry is not finite: its row.
     NotFinite(usize),
-    /// On N ranks nothing aggregated on the finest level (at least one level is needed).
-    NoLevel,
     /// The restriction's row (global) reaches a node its rank does not hold: on N ranks A's
     /// pattern is not symmetric there.
     Unsymmetric(usize),
@@ -150,27 +148,41 @@ impl Hierarchy {
             // The rank's own block: aggregates stay within it.
             let own = (comm.size() > 1).then(|| owned_block(&a, n));
             let local = own.as_ref().unwrap_or(&a);
+            // On N ranks the first level is always built (the finest is numbered by the
+            // distribution, the coarsest gathered in the ranks' order): where the finest is
+            // small enough to invert, or nothing aggregates, each node is an aggregate.
+            let forced = comm.size() > 1 && k == 0;
             let (aggregate, count) = match reuse {
-                Some(r) => match r.get(k) {
-                    Some(agg) if agg.0.len() * b == n => agg.clone(),
-                    _ => break,
-                },
+                Some(r) => {
+                    // Agreed, although every rank's saved levels fit the same pattern.
+                    let fits = r.get(k).is_some_and(|agg| agg.0.len() * b == n);
+                    if ranks::count(comm, usize::from(!fits)) > 0 {
+                        break;
+                    }
+                    r[k].clone()
+                }
                 None => {
-                    // On N ranks at least one level: the finest is numbered by the
-                    // distribution, the coarsest gathered in the ranks' order.
-                    let small = global <= params.max_coarse && (comm.size() == 1 || k > 0);
-                    if small || k + 1 >= params.max_levels.max(1 + usize::from(comm.size() > 1)) {
+                    let small = global <= params.max_coarse;
+                    let singletons = ((0..n / b.max(1)).map(|i| i as u32).collect(), n / b);
+                    if forced && (small || params.max_levels == 1) {
+                        singletons
+                    } else if small || k + 1 >= params.max_levels {
                         break;
+                    } else {
+                        let strong = strength(&nodes(local, b), params.theta);
+                        let (aggregate, count) = aggregates(&strong);
+                        let total = ranks::count(comm, count);
+                        let stall = total == 0 || total as f64 > 0.9 * part.global_size as f64;
+                        if stall && forced && global <= params.max_dense {
+                            singletons
+                        } else if stall {
+                            // Nothing to aggregate (a diagonal matrix) or coarsening stalled.
+                            stalled = true;
+                            break;
+                        } else {
+                            (aggregate, count)
+                        }
                     }
-                    let strong = strength(&nodes(local, b), params.theta);
-                    let (aggregate, count) = aggregates(&strong);
-                    let total = ranks::count(comm, count);
-                    if total == 0 || total as f64 > 0.9 * part.global_size as f64 {
-                        // Nothing to aggregate (a diagonal matrix) or coarsening stalled.
-                        stalled = true;
-                        break;
-                    }
-                    (aggregate, count)
                 }
             };
             // Each candidate, also where this rank has no unknown (its sweeps exchange).
@@ -197,9 +209,6 @@ impl Hierarchy {
             kept.push((aggregate, count));
             (a, part) = (next, next_part);
             candidate = coarse_candidate;
-        }
-        if comm.size() > 1 && levels.is_empty() {
-            return Err(word(SetupError::NoLevel));
         }
         if part.global_size * b > params.max_dense {
             // The same on every rank (global counts).

@@ -560,6 +560,43 @@ fn local_and_refused_worker() {
         "a chain's rows have 3 entries, got {}",
         good.width()
     );
+    // AMG on the distributed chain (9 unknowns, fewer than max_coarse: one level of single
+    // nodes, then the gathered coarsest level): -u'' = 1 with u = 0 at both ends, whose
+    // solution is u_i = i (8 - i) / 2.
+    let ids = nodes.global_ids().unwrap().to_vec();
+    let good = Rc::new(good);
+    let mut a = Mat::<f32>::new(&ctx, "chain", &good).unwrap();
+    let mut values = Vec::new();
+    for r in 0..nodes.size() {
+        let end = ids[r] == 0 || ids[r] == 8;
+        // Each row padded to the width with zeros.
+        for k in 0..good.width() {
+            values.push(match (good.row(r).get(k).map(|&c| c as usize == r), end) {
+                (None, _) | (Some(false), true) => 0.0,
+                (Some(true), true) => 1.0,
+                (Some(true), false) => 2.0,
+                (Some(false), false) => -1.0,
+            });
+        }
+    }
+    a.values.set_data(&values).unwrap();
+    let rhs: Vec<f32> = (0..nodes.size())
+        .map(|r| f32::from(u8::from(ids[r] % 8 != 0)))
+        .collect();
+    let b = ctx.dat("b", &nodes, 1, &rhs).unwrap();
+    let u = ctx.dat_zeros::<f32>("u", &nodes, 1).unwrap();
+    let m = Amg::new(&ctx, &a, &AmgOptions::default()).unwrap();
+    assert_eq!(m.report().levels.len(), 2, "{:?}", m.report());
+    cg(&ctx, &a, &b, &u, Some(&m), &SolveOptions::default()).unwrap();
+    for (r, v) in u.data_ro().unwrap().iter().enumerate() {
+        let i = ids[r] as f32;
+        let want = i * (8.0 - i) / 2.0;
+        assert!(
+            (v - want).abs() <= 1e-4 * 8.0,
+            "rank {}: u at node {i} is {v}, want {want}",
+            ctx.rank()
+        );
+    }
     if ctx.rank() == 0 {
         let v = [
             x[0] as f64,
