@@ -2,6 +2,7 @@
 //! checked against plain Rust, or against plain Rust directly. Each test runs an ignored worker
 //! test of this binary on N ranks (`common::mpirun`).
 
+mod amg;
 mod apps;
 mod blocks;
 mod diverged;
