@@ -139,6 +139,7 @@ impl Context {
         // Refuses dim 0 and f64 without the adapter's support, as `global` does.
         let g = self.global(name, &vec![T::default(); dim])?;
         *g.inner.host.borrow_mut() = op.identity_words(T::DTYPE).repeat(dim);
+        g.inner.state.written_on_host();
         Ok(g)
     }
 }

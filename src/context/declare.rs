@@ -203,8 +203,13 @@ impl Context {
         }
         self.check_dtype("Global", name, T::DTYPE)?;
         let inner = self.data_inner(name, None, values.len(), T::DTYPE);
-        *inner.host.borrow_mut() = bytemuck::cast_slice(values).to_vec();
-        inner.state.written_on_host();
+        // Zeros (what a sum reduction starts from) stay unwritten: the device clears the
+        // buffer instead of an upload.
+        let words: &[u32] = bytemuck::cast_slice(values);
+        if words.iter().any(|&w| w != 0) {
+            *inner.host.borrow_mut() = words.to_vec();
+            inner.state.written_on_host();
+        }
         Ok(Global {
             inner,
             _t: PhantomData,

@@ -159,9 +159,8 @@ impl Context {
             {
                 let global = a.data.clone();
                 if a.access == Access::Inc {
+                    // Never written: zeros, cleared on the device (no upload).
                     let local = self.data_inner(&global.name, None, global.dim, global.dtype);
-                    *local.host.borrow_mut() = vec![0; global.wdim()];
-                    local.state.written_on_host();
                     a.data = local;
                 }
                 reductions.push((global, a.data.clone(), a.access));
