@@ -193,7 +193,16 @@ async fn encode_submit_read(
     let staging = {
         let mut st = ctx.rt.borrow_mut();
         st.purge();
-        let mut enc = encode_groups(ctx, &mut st, &mut encoder, groups, &mut trials)?;
+        let mut enc = match encode_groups(ctx, &mut st, &mut encoder, groups, &mut trials) {
+            Ok(enc) => enc,
+            Err(e) => {
+                // The encoder holds only the clears of never-written Dats and Globals that
+                // encoding marked current on the device: submitted, they hold the zeros they
+                // are marked with for the loops after this error.
+                gpu.queue.submit(Some(encoder.finish()));
+                return Err(e);
+            }
+        };
         // The params arena and scratch must exist before bind groups refer to them.
         let stride = write_params(&mut st, gpu, &enc.params);
         ensure_scratch(&mut st, gpu, enc.scratch_words);

@@ -250,3 +250,30 @@ fn hierarchical_takes_multiples_of_8_and_refuses_other_workgroup_sizes() {
     assert_eq!(par_loops[0].kernel, "both_ends");
     assert!(e.to_string().contains("multiple of 8"), "{e}");
 }
+
+/// A force that fails while it encodes (a loop's Consts over the limit) still clears the
+/// never-written Global it had bound: a zero Global read by the next loop holds 0, not what
+/// its pooled buffer held before (a dot product's 4).
+#[test]
+fn a_failed_force_still_clears_the_zero_global_it_bound() {
+    let ctx = common::ctx();
+    let s = Set::new("s", 4);
+    let d = ctx.dat("d", &s, 1, &[1f32; 4]).unwrap();
+    assert_eq!(ctx.dot(&d, &d).unwrap().value().unwrap(), [4.0]);
+    ctx.constant("big", &vec![0f32; 5000][..]).unwrap();
+    let eps = ctx.global("eps", &[0f32]).unwrap();
+    let sig = "(e: ptr<function, array<f32, 1>>, d: ptr<function, array<f32, 1>>)";
+    let big = Kernel::new(
+        "with_big",
+        format!("fn with_big{sig} {{ (*d)[0] = (*e)[0] + big[0]; }}"),
+    );
+    ctx.par_loop(&big, &s, &[eps.read(), d.write()]).unwrap();
+    let e = d.data_ro().map(|v| v.to_vec()).unwrap_err().to_string();
+    assert!(e.contains("Consts hold"), "{e}");
+    let copy = Kernel::new(
+        "copy_eps",
+        format!("fn copy_eps{sig} {{ (*d)[0] = (*e)[0]; }}"),
+    );
+    ctx.par_loop(&copy, &s, &[eps.read(), d.write()]).unwrap();
+    assert_eq!(d.data_ro().unwrap().to_vec(), [0.0; 4]);
+}

@@ -60,7 +60,8 @@ const MAX_COARSE: usize = 256;
 #[derive(Clone, Debug, PartialEq)]
 pub struct AmgReport {
     /// Unknowns and stored nonzeros of each level's operator, the finest first (scalar
-    /// unknowns and entries: a block matrix's times its block and its block squared).
+    /// unknowns and entries: a block matrix's times its block and its block squared; on N
+    /// ranks, summed over the ranks).
     pub levels: Vec<(usize, usize)>,
     /// All levels' nonzeros over the finest's.
     pub operator_complexity: f64,

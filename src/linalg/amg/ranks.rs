@@ -88,6 +88,15 @@ impl Part {
         }
     }
 
+    /// Each local node's local number, by global number.
+    fn locals(&self) -> std::collections::HashMap<u32, usize> {
+        self.global
+            .iter()
+            .enumerate()
+            .map(|(l, &g)| (g, l))
+            .collect()
+    }
+
     /// The rank that owns each halo node (by local number minus `owned`).
     fn halo_owners(&self) -> Vec<u32> {
         let mut owner = vec![0; self.total() - self.owned];
@@ -160,12 +169,7 @@ pub(super) fn transposed_halo_entries(
         }
     }
     let got = comm.all_to_all(&sends, "AMG setup: the transposed halo entries");
-    let local: std::collections::HashMap<u32, usize> = part
-        .global
-        .iter()
-        .enumerate()
-        .map(|(l, &g)| (g, l))
-        .collect();
+    let local = part.locals();
     let loc = |g: usize| local.get(&((g / b) as u32)).map(|&l| l * b + g % b);
     for w in got.iter().flat_map(|w| w.chunks_exact(4)) {
         let (Some(row), Some(col)) = (loc(w[0] as usize), loc(w[1] as usize)) else {
@@ -316,12 +320,7 @@ pub(super) fn transfer(
         r_t.push((w[0] as usize - first, w[1] as usize, value(w[2], w[3])));
     }
     // R's columns: this level's nodes as this rank numbers them.
-    let local: std::collections::HashMap<u32, usize> = part
-        .global
-        .iter()
-        .enumerate()
-        .map(|(l, &g)| (g, l))
-        .collect();
+    let local = part.locals();
     let mut r = TriMat::new((count * b, part.total() * b));
     // An entry whose column this rank does not hold fails after the collectives below (every
     // rank makes them).
@@ -473,8 +472,7 @@ pub(super) fn renumber(m: &CsMat<f64>, (from, to): (&Part, &Part), b: usize) -> 
     if from.global == to.global {
         return m.clone();
     }
-    let local: std::collections::HashMap<u32, usize> =
-        to.global.iter().enumerate().map(|(l, &g)| (g, l)).collect();
+    let local = to.locals();
     let mut t = TriMat::new((m.rows(), to.total() * b));
     for (i, row) in m.outer_iterator().enumerate() {
         for (c, &v) in row.iter() {
