@@ -169,15 +169,36 @@ fn main_fn(g: &GroupIr, w: &mut String) {
     w.push_str("}\n");
 }
 
+/// Positions an invocation of a reducing group takes per turn of its strided loop (see
+/// [`flat_main`]).
+pub const STRIDE_UNROLL: u32 = 4;
+
 /// One invocation per position (`pl.base` + its index), taking its element through the
 /// `permutation` binding (global colouring's plan), else the subset's list, else the position
-/// itself.
-fn flat_main(g: &GroupIr, w: &mut String, permutation: Option<usize>) {
+/// itself. In a group that reduces into Globals each invocation instead strides over the
+/// positions, [`STRIDE_UNROLL`] a workgroup apart per turn: the runtime caps the workgroups of
+/// such a dispatch (`Config::reduction_workgroups`), so that a few workgroup trees fold many
+/// elements, and neighbouring invocations still take neighbouring positions. Workgroups past
+/// `pl.nwg` (a 2-D grid's last row) take none.
+pub(crate) fn flat_main(g: &GroupIr, w: &mut String, permutation: Option<usize>) {
     let wg = g.workgroup_size;
-    let _ = writeln!(
-        w,
-        "    let pl_i = pl_wg * {wg}u + pl_lid;\n    if (pl_i < pl.n) {{\n        let pl_p = pl.base + pl_i;"
-    );
+    let strided = !g.reductions.is_empty();
+    if strided {
+        let (turn, u) = (wg * STRIDE_UNROLL, STRIDE_UNROLL);
+        let _ = writeln!(
+            w,
+            "    if (pl_wg < pl.nwg) {{\n    \
+             for (var pl_c = pl_wg * {turn}u + pl_lid; pl_c < pl.n; pl_c += pl.nwg * {turn}u) {{\n    \
+             for (var pl_u = 0u; pl_u < {u}u; pl_u++) {{\n    \
+             let pl_i = pl_c + pl_u * {wg}u;\n    \
+             if (pl_i < pl.n) {{\n        let pl_p = pl.base + pl_i;"
+        );
+    } else {
+        let _ = writeln!(
+            w,
+            "    let pl_i = pl_wg * {wg}u + pl_lid;\n    if (pl_i < pl.n) {{\n        let pl_p = pl.base + pl_i;"
+        );
+    }
     let e = match (permutation, g.subset) {
         (Some(plan), _) => format!("{}[pl_p]", g.var(plan)),
         (None, Some(sub)) => format!("{}[pl_p]", g.var(sub)),
@@ -185,7 +206,11 @@ fn flat_main(g: &GroupIr, w: &mut String, permutation: Option<usize>) {
     };
     let _ = writeln!(w, "        let pl_e = {e};");
     element_body(g, w, "        ", None);
-    w.push_str("    }\n");
+    w.push_str(if strided {
+        "    }\n    }\n    }\n    }\n"
+    } else {
+        "    }\n"
+    });
 }
 
 /// Racing arguments of the group, numbered in order: (loop, arg).

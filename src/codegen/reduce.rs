@@ -1,31 +1,80 @@
-//! The finalize pass of a Global reduction (`shaders/finalize.wgsl`): one workgroup folds the
-//! per-workgroup partials left in scratch by a loop group and combines the result into the
-//! Global (INC adds to its value, MIN/MAX keep the extreme), so successive loops reducing into
-//! one Global accumulate.
+//! The finalize pass of a loop group's Global reductions (`shaders/finalize.wgsl`): one
+//! dispatch of one workgroup folds, for every Global the group reduces, the per-workgroup
+//! partials the group left in scratch and combines the result into the Global (INC adds to its
+//! value, MIN/MAX keep the extreme), so successive loops reducing into one Global accumulate.
 
-use super::{GroupIr, combine};
-use crate::types::{Access, DType};
+use super::{GroupIr, ReductionIr, combine};
+use crate::types::DType;
+use std::collections::BTreeSet;
 use std::fmt::Write;
 
 const TEMPLATE: &str = include_str!("../../shaders/finalize.wgsl");
 
-/// WGSL of the finalize pass for one dtype and access.
-pub fn finalize_wgsl(dtype: DType, access: Access) -> String {
-    let op = access
-        .reduction()
-        .unwrap_or_else(|| panic!("internal: a finalize pass for {access}, not a reduction"));
-    // The partial of slot i: its bits, or two words for f64 (joined through a u64).
-    let load = if dtype == DType::F64 {
-        "bitcast<f64>(u64(pl_scratch[pl.base + 2u * i]) | (u64(pl_scratch[pl.base + 2u * i + 1u]) << 32u))"
-    } else {
-        "bitcast<TYPE>(pl_scratch[pl.base + i])"
-    };
+/// WGSL of the finalize pass of a group's reductions (in the group's order: Global `r` is
+/// binding 2 + r, and its partials follow the earlier ones' in scratch, as
+/// [`reduction_epilogue`] stores them).
+pub fn finalize_wgsl(reductions: &[ReductionIr]) -> String {
+    let (mut globals, mut body) = (String::new(), String::new());
+    let mut off = 0usize;
+    for (r, red) in reductions.iter().enumerate() {
+        let (t, op) = (red.dtype.wgsl(), super::reduce_op(red.access));
+        let _ = writeln!(
+            globals,
+            "@group(0) @binding({}) var<storage, read_write> pl_global{r}: array<{t}>;",
+            r + 2
+        );
+        // Partial slot i's word: its bits, or two words for f64 (joined through a u64).
+        let at = format!("{off}u * pl.n + pl_s * {}u + pl_d", red.dim);
+        let load = if red.dtype == DType::F64 {
+            format!(
+                "bitcast<f64>(u64(pl_scratch[{off}u * pl.n + 2u * (pl_s * {d}u + pl_d)]) | \
+                 (u64(pl_scratch[{off}u * pl.n + 2u * (pl_s * {d}u + pl_d) + 1u]) << 32u))",
+                d = red.dim
+            )
+        } else {
+            format!("bitcast<{t}>(pl_scratch[{at}])")
+        };
+        let tree = format!("pl_red_{t}");
+        let _ = write!(
+            body,
+            "    for (var pl_d = 0u; pl_d < {dim}u; pl_d++) {{\n        \
+             var pl_acc: {t} = {identity};\n        \
+             for (var pl_s = pl_lid; pl_s < pl.n; pl_s += 64u) {{\n            \
+             let pl_v = {load};\n            \
+             pl_acc = {fold};\n        }}\n        \
+             workgroupBarrier();\n        \
+             {tree}[pl_lid] = pl_acc;\n        \
+             workgroupBarrier();\n        \
+             for (var pl_h = 32u; pl_h > 0u; pl_h >>= 1u) {{\n            \
+             if (pl_lid < pl_h) {{ {tree}[pl_lid] = {pair}; }}\n            \
+             workgroupBarrier();\n        }}\n        \
+             if (pl_lid == 0u) {{ pl_global{r}[pl_d] = {into}; }}\n    }}\n",
+            dim = red.dim,
+            identity = op.identity_wgsl(red.dtype),
+            fold = combine(red.access, "pl_acc", "pl_v"),
+            pair = combine(
+                red.access,
+                &format!("{tree}[pl_lid]"),
+                &format!("{tree}[pl_lid + pl_h]")
+            ),
+            into = combine(
+                red.access,
+                &format!("pl_global{r}[pl_d]"),
+                &format!("{tree}[0]")
+            ),
+        );
+        off += red.dim * red.dtype.words();
+    }
+    let types: BTreeSet<&str> = reductions.iter().map(|r| r.dtype.wgsl()).collect();
+    let workgroup: String = types
+        .iter()
+        .map(|t| format!("var<workgroup> pl_red_{t}: array<{t}, 64>;\n"))
+        .collect();
     crate::types::with_infinity(
         TEMPLATE
-            .replace("LOAD", load)
-            .replace("TYPE", dtype.wgsl())
-            .replace("IDENTITY", &op.identity_wgsl(dtype))
-            .replace("COMBINE", &op.wgsl("a", "b")),
+            .replace("PL_GLOBALS\n", &globals)
+            .replace("PL_WORKGROUP\n", &workgroup)
+            .replace("PL_BODY", &body),
     )
 }
 

@@ -218,52 +218,85 @@ fn every_schedule_validates_and_matches_its_snapshot() {
 fn reductions_validate_for_every_type_and_access() {
     for dtype in [DType::F32, DType::U32, DType::I32] {
         for access in [Access::Inc, Access::Min, Access::Max] {
-            let src = reduce::finalize_wgsl(dtype, access);
+            let g = reducing_group(dtype, access);
+            let src = reduce::finalize_wgsl(&g.reductions);
             validate(&src, Capabilities::empty()).unwrap_or_else(|e| panic!("{}", e.render(&src)));
-            let mut g = direct_group();
-            g.bindings.push(BindingIr {
-                name: "r".into(),
-                kind: BindingKind::Global { dtype, dim: 2 },
-                writable: false,
-                atomic: Atomic::No,
-            });
-            g.bindings.push(BindingIr {
-                name: "scratch".into(),
-                kind: BindingKind::Scratch,
-                writable: true,
-                atomic: Atomic::No,
-            });
-            g.scratch = Some(3);
-            g.reductions = vec![ReductionIr {
-                binding: 2,
-                dtype,
-                dim: 2,
-                access,
-            }];
-            g.kernels = vec![(
-                "red".into(),
-                format!("fn red(r: ptr<function, array<{dtype}, 2>>) {{ (*r)[1] = (*r)[0]; }}\n"),
-            )];
-            g.loops = vec![LoopIr {
-                kernel: "red".into(),
-                args: vec![ArgIr {
-                    dtype,
-                    width: 2,
-                    dim: 2,
-                    access,
-                    source: ArgSource::Global {
-                        binding: 2,
-                        red: Some(0),
-                    },
-                    what: "r".into(),
-                }],
-            }];
-            g.registers.clear();
             let src = generate(&g);
             validate(&src, Capabilities::empty())
                 .unwrap_or_else(|e| panic!("{dtype} {access}: {e}\n{src}"));
         }
     }
+}
+
+/// A direct loop that reduces into a Global of dim 2 (`access`, `dtype`).
+fn reducing_group(dtype: DType, access: Access) -> GroupIr {
+    let mut g = direct_group();
+    g.bindings.push(BindingIr {
+        name: "r".into(),
+        kind: BindingKind::Global { dtype, dim: 2 },
+        writable: false,
+        atomic: Atomic::No,
+    });
+    g.bindings.push(BindingIr {
+        name: "scratch".into(),
+        kind: BindingKind::Scratch,
+        writable: true,
+        atomic: Atomic::No,
+    });
+    g.scratch = Some(3);
+    g.reductions = vec![ReductionIr {
+        binding: 2,
+        dtype,
+        dim: 2,
+        access,
+    }];
+    g.kernels = vec![(
+        "red".into(),
+        format!("fn red(r: ptr<function, array<{dtype}, 2>>) {{ (*r)[1] = (*r)[0]; }}\n"),
+    )];
+    g.loops = vec![LoopIr {
+        kernel: "red".into(),
+        args: vec![ArgIr {
+            dtype,
+            width: 2,
+            dim: 2,
+            access,
+            source: ArgSource::Global {
+                binding: 2,
+                red: Some(0),
+            },
+            what: "r".into(),
+        }],
+    }];
+    g.registers.clear();
+    g
+}
+
+/// The strided loop and workgroup tree of a reducing group, reviewed as a diff.
+#[test]
+fn reducing_loop_snapshot() {
+    insta::assert_snapshot!(generate(&reducing_group(DType::F32, Access::Inc)));
+}
+
+/// One finalize pass folds every Global of a group, whatever their types, ops and dims (each
+/// from its own region of scratch).
+#[test]
+fn one_finalize_folds_every_global_of_a_group() {
+    let red = |binding, dtype, dim, access| ReductionIr {
+        binding,
+        dtype,
+        dim,
+        access,
+    };
+    let reds = [
+        red(2, DType::F32, 2, Access::Inc),
+        red(3, DType::F64, 1, Access::Max),
+        red(4, DType::I32, 3, Access::Min),
+    ];
+    let src = reduce::finalize_wgsl(&reds);
+    validate(&src, Capabilities::FLOAT64 | Capabilities::SHADER_INT64)
+        .unwrap_or_else(|e| panic!("{}", e.render(&src)));
+    insta::assert_snapshot!(src);
 }
 
 /// The browser demo's render shader (shaders/render.wgsl) validates too.

@@ -128,6 +128,13 @@ pub struct Config {
     /// that tests reach 2-D grids and their idle workgroups on small meshes. None: the
     /// adapter's limit.
     pub grid_limit: Option<u32>,
+    /// The most workgroups one dispatch of a loop group that reduces into Globals runs
+    /// (`PARLOOP_REDUCTION_WORKGROUPS`): each invocation folds every (workgroups x workgroup
+    /// size)-th element into its accumulators before its workgroup's tree, so a large set pays
+    /// for a bounded number of trees, not one per workgroup of elements. None (default): 64 on
+    /// a CPU adapter (where a workgroup barrier is costly), 4096 on a GPU (enough workgroups
+    /// to fill one).
+    pub reduction_workgroups: Option<u32>,
     /// On N ranks: seconds a rank waits for the others (a message, a reduction, an agreement)
     /// before the job is aborted with a message naming the rank and what it waited in
     /// (`PARLOOP_COMM_TIMEOUT`, default 600): a diverged program fails instead of hanging.
@@ -156,6 +163,7 @@ impl Default for Config {
             check: false,
             soa: false,
             grid_limit: None,
+            reduction_workgroups: None,
             comm_timeout_s: DEFAULT_COMM_TIMEOUT_S,
         }
     }
@@ -185,6 +193,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
     ("PARLOOP_CHECK", "0 or 1"),
     ("PARLOOP_SOA", "0 or 1"),
+    ("PARLOOP_REDUCTION_WORKGROUPS", "a positive integer"),
     ("PARLOOP_COMM_TIMEOUT", "a positive number of seconds"),
     (
         "PARLOOP_ADAPTER",
@@ -309,6 +318,10 @@ impl Config {
                 }
                 "PARLOOP_CHECK" => c.check = flag(n, &v)?,
                 "PARLOOP_SOA" => c.soa = flag(n, &v)?,
+                "PARLOOP_REDUCTION_WORKGROUPS" => {
+                    c.reduction_workgroups =
+                        Some(u32::try_from(positive(n, &v)?).map_err(|_| bad(n, &v))?)
+                }
                 "PARLOOP_COMM_TIMEOUT" => {
                     c.comm_timeout_s = v
                         .trim()

@@ -77,6 +77,9 @@ pub async fn cg_async<T: Real>(
     pc: Option<&dyn Preconditioner<T>>,
     opts: &SolveOptions,
 ) -> Result<SolveReport> {
+    if opts.single_reduction {
+        return super::cg_single::cg_single(ctx, a, b, x, pc, opts).await;
+    }
     let mut f = match Frame::new(ctx, "cg", b, x, pc, opts).await? {
         Ok(f) => f,
         Err(done) => return Ok(done),

@@ -185,6 +185,7 @@ pub(super) fn encode_group(
             .map(|b| &b.colour_offsets[..]),
         (lw.positions(), lw.space.first()),
         lw.ir.workgroup_size,
+        (!lw.ir.reductions.is_empty()).then_some(ctx.reduction_workgroups),
     );
     let slots: u32 = ranges.iter().map(|r| r.2).sum();
     let const_words: Rc<[u32]> = Rc::from(codegen::consts::words(&lw.ir.consts));
@@ -233,34 +234,28 @@ pub(super) fn encode_group(
         });
         wg_base += nwg;
     }
-    // Reductions: one finalize dispatch each.
-    let mut off = 0u32;
-    for red in &lw.ir.reductions {
-        let fin = ensure_pipeline(
-            st,
-            gpu,
-            &reduce::finalize_wgsl(red.dtype, red.access),
-            &names(),
-        )?;
-        let global = bufs[red.binding];
+    // Reductions: one finalize dispatch for all of the group's Globals.
+    let reductions = &lw.ir.reductions;
+    let words: usize = reductions.iter().map(|r| r.dim * r.dtype.words()).sum();
+    if !reductions.is_empty() {
+        let fin = ensure_pipeline(st, gpu, &reduce::finalize_wgsl(reductions), &names())?;
         params.push((
             Params {
                 n: slots,
-                base: off * slots,
-                nwg: red.dim as u32,
                 ..Default::default()
             },
             Rc::from(Vec::new()),
         ));
         cmds.push(Cmd {
             pipeline: fin,
-            bufs: vec![(SCRATCH, 0), global],
+            bufs: std::iter::once((SCRATCH, 0))
+                .chain(reductions.iter().map(|r| bufs[r.binding]))
+                .collect(),
             params: params.len() - 1,
             params_bytes: PARAMS_BYTES,
             grid: (1, 1),
             group: 0,
         });
-        off += (red.dim * red.dtype.words()) as u32;
     }
     // What this group writes is now current on the device only.
     for (res, b) in lw.resources.iter().zip(&lw.ir.bindings) {
@@ -270,7 +265,7 @@ pub(super) fn encode_group(
             }
         }
     }
-    Ok((off as u64 * slots as u64, sites))
+    Ok((words as u64 * slots as u64, sites))
 }
 
 /// A 2-D grid when the workgroups exceed one dimension's limit.

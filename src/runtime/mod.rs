@@ -51,6 +51,8 @@ pub(crate) struct Engine {
     pub tuner: RefCell<Option<crate::lower::tune::Tuner>>,
     /// `Config::grid_limit`.
     pub grid_limit: Option<u32>,
+    /// `Config::reduction_workgroups`, or the adapter's default.
+    pub reduction_workgroups: u32,
 }
 
 impl Engine {
@@ -98,6 +100,13 @@ impl Engine {
             wall_profile: wall_clock && (config.profile_table || config.trace.is_some()),
             timestamps,
             grid_limit: config.grid_limit,
+            reduction_workgroups: config.reduction_workgroups.unwrap_or(
+                if gpu.info.device_type == wgpu::DeviceType::Cpu {
+                    64
+                } else {
+                    4096
+                },
+            ),
             gpu,
         }
     }

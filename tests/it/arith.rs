@@ -4,8 +4,8 @@
 
 use crate::common;
 
-use common::{ctx, small_ints};
-use parloop::{Error, Kernel, Set};
+use common::{ctx, ctx_with, small_ints};
+use parloop::{Config, Error, Kernel, Set};
 
 #[test]
 fn arithmetic_matches_plain_rust_in_f32() {
@@ -87,6 +87,51 @@ fn arithmetic_fuses_with_the_loops_around_it() {
     let want: Vec<f32> = small_ints(500, 3).iter().map(|v| 2.0 * v * 4.0).collect();
     assert_eq!(got, want);
     assert_eq!(ctx.stats().last_dispatches, 1, "{}", ctx.explain());
+}
+
+/// A reducing loop whose workgroups are capped far below the set's size: each invocation
+/// folds elements a whole dispatch apart (and the last turn is partial) before its workgroup's
+/// tree, and one finalize folds the group's Globals of every op. Small integers keep the sums
+/// exact in any order.
+#[test]
+fn capped_reductions_fold_every_element_once() {
+    let n = 70_001;
+    let set = Set::new("nodes", n);
+    let v: Vec<f32> = (0..n).map(|i| ((i * 7919) % 1001) as f32 - 500.0).collect();
+    let k = Kernel::new(
+        "stats",
+        "fn stats(v: ptr<function, array<f32, 1>>, s: ptr<function, array<f32, 2>>, \
+         lo: ptr<function, array<f32, 1>>, hi: ptr<function, array<i32, 1>>) { \
+         (*s)[0] += (*v)[0]; (*s)[1] += 1.0; (*lo)[0] = min((*lo)[0], (*v)[0]); \
+         (*hi)[0] = max((*hi)[0], i32((*v)[0])); }",
+    );
+    let sum: f32 = v.iter().sum();
+    let lo = v.iter().copied().fold(f32::INFINITY, f32::min);
+    let hi = v.iter().copied().fold(f32::NEG_INFINITY, f32::max) as i32;
+    for cap in [Some(1), Some(3), Some(64), Some(u32::MAX), None] {
+        let ctx = ctx_with(Config {
+            reduction_workgroups: cap,
+            ..Config::from_env().unwrap()
+        });
+        let d = ctx.dat("v", &set, 1, &v).unwrap();
+        let s = ctx.global::<f32>("s", &[0.0, 0.0]).unwrap();
+        let (gl, gh) = (
+            ctx.global_min::<f32>("lo", 1).unwrap(),
+            ctx.global_max::<i32>("hi", 1).unwrap(),
+        );
+        // Twice into the same Globals, one force each: the second loop accumulates onto the
+        // first's result.
+        for _ in 0..2 {
+            ctx.par_loop(&k, &set, &[d.read(), s.inc(), gl.min(), gh.max()])
+                .unwrap();
+            ctx.flush().unwrap();
+        }
+        let what = format!("reduction_workgroups {cap:?}");
+        assert_eq!(&*s.value().unwrap(), &[2.0 * sum, 2.0 * n as f32], "{what}");
+        assert_eq!(gl.value().unwrap()[0], lo, "{what}");
+        assert_eq!(gh.value().unwrap()[0], hi, "{what}");
+        assert_eq!(ctx.stats().dispatches, 4, "{what}: one finalize per loop");
+    }
 }
 
 #[test]

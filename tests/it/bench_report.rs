@@ -1,9 +1,10 @@
 //! `parloop bench --size tiny` (what CI runs so that the benchmark command never rots): the
-//! report has every table, each with its rows, and every number in them is positive.
+//! report has every table, each with its rows, and every number in them is positive (counts
+//! per operation or iteration may be 0; a median with its range lies within it).
 
 use std::process::Command;
 
-const SECTIONS: [(&str, usize); 9] = [
+const SECTIONS: [(&str, usize); 10] = [
     // (heading, table rows at least)
     ("## Copy bandwidth", 0),
     ("## Strategies: a triangle mesh", 6),
@@ -13,7 +14,9 @@ const SECTIONS: [(&str, usize); 9] = [
     ("## Fusion and lazy evaluation", 3),
     ("## The wave", 3),
     ("## Airfoil", 2),
-    ("## Sparse matrices and CG", 1),
+    ("## Vector operations", 10),
+    // Its two tables: the solve, and the two recurrences side by side.
+    ("## Sparse matrices and CG", 3),
 ];
 
 #[test]
@@ -49,26 +52,60 @@ fn the_tiny_benchmark_report_has_every_table_with_positive_numbers() {
             .and_then(|(next, _)| report.find(next))
             .unwrap_or(report.len());
         let section = &report[start..end];
-        let table: Vec<&str> = section
-            .lines()
-            .filter(|l| l.starts_with('|') && !l.starts_with("|---") && !l.starts_with("|---:"))
-            .skip(1) // the header row
-            .collect();
+        // Rows with their table's header cells (a header is the line above a `|---` line).
+        let lines: Vec<&str> = section.lines().filter(|l| l.starts_with('|')).collect();
+        let cells = |row: &str| -> Vec<String> {
+            row.trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect()
+        };
+        let mut header = Vec::new();
+        let mut table = Vec::new();
+        for (i, l) in lines.iter().enumerate() {
+            if l.starts_with("|---") {
+                continue;
+            }
+            if lines.get(i + 1).is_some_and(|n| n.starts_with("|---")) {
+                header = cells(l);
+            } else {
+                table.push((header.clone(), *l));
+            }
+        }
         assert!(
             table.len() >= *rows,
             "{heading}: {} rows, expected at least {rows}\n{section}",
             table.len()
         );
-        for row in table {
-            let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        for (header, row) in table {
+            let cells = cells(row);
             // Every cell but the label is a number (a percentage, a mesh like `20 x 30`
-            // stays a label).
-            for cell in &cells[1..] {
-                let v: f64 = cell
-                    .trim_end_matches('%')
-                    .parse()
-                    .unwrap_or_else(|_| panic!("{heading}: {cell:?} is not a number in {row}"));
-                assert!(v > 0.0 && v.is_finite(), "{heading}: {cell} in {row}");
+            // stays a label); a median may carry its range, `m (lo-hi)`.
+            for (c, cell) in cells.iter().enumerate().skip(1) {
+                let number = |s: &str| -> f64 {
+                    s.trim_end_matches('%')
+                        .parse()
+                        .unwrap_or_else(|_| panic!("{heading}: {cell:?} is not a number in {row}"))
+                };
+                let v = match cell.split_once(" (") {
+                    Some((m, range)) => {
+                        let (lo, hi) = range
+                            .trim_end_matches(')')
+                            .split_once('-')
+                            .unwrap_or_else(|| panic!("{heading}: {cell:?} in {row}"));
+                        let (m, lo, hi) = (number(m), number(lo), number(hi));
+                        assert!(lo <= m && m <= hi, "{heading}: {cell} in {row}");
+                        m
+                    }
+                    None => number(cell),
+                };
+                let count = header.get(c).is_some_and(|h| {
+                    ["dispatches", "submissions", "readbacks", "uploads"].contains(&h.as_str())
+                });
+                assert!(
+                    v.is_finite() && (v > 0.0 || (count && v == 0.0)),
+                    "{heading}: {cell} in {row}"
+                );
             }
         }
     }

@@ -249,14 +249,6 @@ fn cg_equals_a_plain_rust_cg() {
         .map(|v| if boundary.contains(&v) { 0.0 } else { 1.0 })
         .collect();
     let b = ctx.dat("b", &vertices, 1, &bv).unwrap();
-    let u = ctx.dat_zeros::<f32>("u", &vertices, 1).unwrap();
-    let opts = SolveOptions {
-        rtol: 1e-6,
-        max_iterations: 500,
-        check_every: 5,
-        ..SolveOptions::default()
-    };
-    let report = cg(&ctx, &a, &b, &u, None, &opts).unwrap();
     // Plain Rust: the same matrix in f64 from the mesh, the same CG, to 1e-12.
     let nv = m.nvertices();
     let mut rows: Vec<BTreeMap<usize, f64>> = vec![BTreeMap::new(); nv];
@@ -304,26 +296,52 @@ fn cg_equals_a_plain_rust_cg() {
         rr = next;
         iterations += 1;
     }
-    let got = u.data_ro().unwrap();
-    let scale = xr.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    let diff = got
-        .iter()
-        .zip(&xr)
-        .map(|(g, w)| (*g as f64 - w).abs())
-        .fold(0.0, f64::max);
-    assert!(
-        diff < 1e-4 * scale,
-        "CG differs from plain Rust by {diff} (scale {scale})"
-    );
-    let last = report.residuals.last().unwrap();
-    assert!(last.1 <= 1e-6 && last.0 == report.iterations, "{report:?}");
-    // f32 needs about the iterations f64 needs to reach 1e-6 (f64 went on to 1e-12).
-    assert!(
-        report.iterations <= iterations,
-        "{} vs {iterations}",
-        report.iterations
-    );
-    assert!(report.iterations >= 10, "{report:?}");
+    let diagonal = a.diagonal(&ctx).unwrap();
+    // The standard recurrences, then one reduction per iteration, without and with Jacobi.
+    for (single, jacobi) in [(false, false), (true, false), (true, true)] {
+        let what = format!("single_reduction {single}, Jacobi {jacobi}");
+        let u = ctx.dat_zeros::<f32>("u", &vertices, 1).unwrap();
+        let opts = SolveOptions {
+            rtol: 1e-6,
+            max_iterations: 500,
+            check_every: 5,
+            single_reduction: single,
+            ..SolveOptions::default()
+        };
+        let pc = jacobi.then_some(&diagonal as &dyn parloop::linalg::Preconditioner<f32>);
+        let before = ctx.stats();
+        let report = cg(&ctx, &a, &b, &u, pc, &opts).unwrap();
+        let dispatches = (ctx.stats().dispatches - before.dispatches) as f64;
+        let got = u.data_ro().unwrap();
+        let scale = xr.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let diff = got
+            .iter()
+            .zip(&xr)
+            .map(|(g, w)| (*g as f64 - w).abs())
+            .fold(0.0, f64::max);
+        assert!(
+            diff < 1e-4 * scale,
+            "{what}: CG differs from plain Rust by {diff} (scale {scale})"
+        );
+        let last = report.residuals.last().unwrap();
+        assert!(
+            last.1 <= 1e-6 && last.0 == report.iterations,
+            "{what}: {report:?}"
+        );
+        // f32 needs about the iterations f64 needs to reach 1e-6 (f64 went on to 1e-12).
+        assert!(
+            report.iterations <= iterations,
+            "{what}: {} vs {iterations}",
+            report.iterations
+        );
+        assert!(report.iterations >= 10, "{what}: {report:?}");
+        if single && jacobi {
+            // Per iteration: the updates with z = r / diag(A), y = A x with the dot products,
+            // one finalize; the start, the residual checks and the true residual on top.
+            let per = dispatches / report.iterations as f64;
+            assert!(per <= 3.6, "{what}: {per} dispatches per iteration");
+        }
+    }
 }
 
 /// A 2 x 2 diagonal matrix with the given diagonal, on its own set.

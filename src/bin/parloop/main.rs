@@ -75,7 +75,7 @@ mod cli {
             ))]
             strategies: Vec<String>,
             /// Only these sections (comma-separated): copy, triangles, res_calc, wave_strategies,
-            /// layouts, modes, wave, airfoil, solver (the copy bandwidth is always measured).
+            /// layouts, modes, wave, airfoil, vectors, solver (the copy bandwidth is always measured).
             #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(crate::bench::SECTIONS))]
             sections: Vec<String>,
             /// Squares per side of the CG section's unit square ((N + 1)^2 unknowns; default:

@@ -229,14 +229,23 @@ impl Schedule {
 
 /// The dispatches of a group: (positions, first position, workgroups) each. `colour_offsets`
 /// are the colouring's (a `Colouring` plan), `block_offsets` the block colours' (a `Blocks`
-/// plan); `positions` start at `first` when there is no plan.
+/// plan); `positions` start at `first` when there is no plan. `stride_cap` caps the
+/// workgroups of one-invocation-per-position dispatches of a reducing group, whose invocations
+/// then stride over the positions (see [`crate::codegen::flat_main`]).
 pub fn dispatches(
     plan: PlanKind,
     colour_offsets: Option<&[usize]>,
     block_offsets: Option<&[usize]>,
     (positions, first): (usize, usize),
     workgroup_size: u32,
+    stride_cap: Option<u32>,
 ) -> Vec<(u32, u32, u32)> {
+    let flat = |n: u32| match stride_cap {
+        Some(cap) => n
+            .div_ceil(crate::codegen::STRIDE_UNROLL * workgroup_size)
+            .min(cap),
+        None => n.div_ceil(workgroup_size),
+    };
     let each = |offsets: &[usize], per: &dyn Fn(u32) -> u32| -> Vec<(u32, u32, u32)> {
         offsets
             .windows(2)
@@ -247,10 +256,14 @@ pub fn dispatches(
             .collect()
     };
     match (plan, colour_offsets, block_offsets) {
-        (PlanKind::Colouring, Some(c), _) => each(c, &|n| n.div_ceil(workgroup_size)),
+        (PlanKind::Colouring, Some(c), _) => each(c, &flat),
         // One workgroup per block.
         (PlanKind::Blocks, _, Some(b)) => each(b, &|n| n),
-        (PlanKind::None | PlanKind::Colouring | PlanKind::Blocks, _, _) => {
+        (PlanKind::None | PlanKind::Colouring, _, _) => {
+            let n = positions as u32;
+            vec![(n, first as u32, flat(n))]
+        }
+        (PlanKind::Blocks, _, None) => {
             let n = positions as u32;
             vec![(n, first as u32, n.div_ceil(workgroup_size))]
         }

@@ -26,6 +26,9 @@ pub struct Case {
     pub grid_limit: Option<u32>,
     /// Checking mode: every kernel index is guarded, and none may be reported.
     pub check: bool,
+    /// `Config::reduction_workgroups`: small caps make each invocation of a reducing loop
+    /// stride over many elements.
+    pub reduction_workgroups: Option<u32>,
 }
 
 impl Case {
@@ -59,13 +62,15 @@ impl Case {
             workgroup_size: [64, 64, 32, 128, 16, 48, 96][rng.below(7)],
             grid_limit: rng.chance(0.6).then(|| 1 + rng.below(4) as u32),
             check: rng.chance(0.25),
+            // Drawn last: the fields above keep the values a seed had before it existed.
+            reduction_workgroups: rng.chance(0.5).then(|| 1 + rng.below(3) as u32),
         }
     }
 
     pub fn describe(&self) -> String {
         format!(
             "strategy {} staging {:?}, {}, fusion {}, block size {:?}, workgroup size {}, grid \
-             limit {:?}, checking {}",
+             limit {:?}, checking {}, reduction workgroups {:?}",
             self.strategy.name(),
             self.staging,
             if self.lazy { "lazy" } else { "eager" },
@@ -73,7 +78,8 @@ impl Case {
             self.block_size,
             self.workgroup_size,
             self.grid_limit,
-            if self.check { "on" } else { "off" }
+            if self.check { "on" } else { "off" },
+            self.reduction_workgroups
         )
     }
     pub fn config(&self) -> Config {
@@ -86,6 +92,7 @@ impl Case {
             workgroup_size: self.workgroup_size,
             grid_limit: self.grid_limit,
             check: self.check,
+            reduction_workgroups: self.reduction_workgroups,
             // `tune` switches candidate at every execution of a group, and starts afresh.
             tune_cache: parloop::TuneCache::Off,
             tune_reps: 1,

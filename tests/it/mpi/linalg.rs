@@ -32,6 +32,8 @@ const N_AMG: usize = 48;
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub(super) enum Pc {
     Jacobi,
+    /// Jacobi, CG with one reduction per iteration (`SolveOptions::single_reduction`).
+    JacobiSingle,
     Chebyshev,
     Amg,
 }
@@ -148,9 +150,13 @@ fn solve<T: Real>(
             eprintln!("rank {}: AMG levels {:?}", ctx.rank(), m.report().levels);
             cg(ctx, &a, &b, &u, Some(&m), &options()).unwrap()
         }
-        Pc::Jacobi => {
+        Pc::Jacobi | Pc::JacobiSingle => {
             let diagonal = a.diagonal(ctx).unwrap();
-            cg(ctx, &a, &b, &u, Some(&diagonal), &options()).unwrap()
+            let opts = SolveOptions {
+                single_reduction: matches!(pc, Pc::JacobiSingle),
+                ..options()
+            };
+            cg(ctx, &a, &b, &u, Some(&diagonal), &opts).unwrap()
         }
     };
     (report, u)
@@ -227,6 +233,7 @@ fn worker<T: Real>(ctx: &Context, out: std::path::PathBuf) {
     let pc = match std::env::var("MPI_TEST_PC").as_deref() {
         Ok("chebyshev") => Pc::Chebyshev,
         Ok("amg") => Pc::Amg,
+        Ok("jacobi-single") => Pc::JacobiSingle,
         _ => Pc::Jacobi,
     };
     let global = |r: usize| ids[r] as usize;
@@ -301,10 +308,19 @@ fn poisson_cg_on_2_3_and_4_ranks_equals_one_process() {
     // Chebyshev-preconditioned: its row-sum bound and polynomial on N ranks (the
     // polynomial itself is checked against the exact residual polynomial in chebyshev.rs).
     let chebyshev = reference("square", false, Pc::Chebyshev);
+    // One reduction per iteration: on one process the iterations of the standard recurrence
+    // (within 2: rounding), and on N ranks the one process's.
+    let single = reference("square", false, Pc::JacobiSingle);
+    assert!(
+        (single[0] - square[0]).abs() <= 2.0,
+        "single reduction: {} iterations, the standard recurrence {}",
+        single[0],
+        square[0]
+    );
     for (np, partitioner, lazy, mesh) in [
         (2, "block", "1", "square"),
         (2, "block", "0", "square"),
-        (3, "kway", "1", "square"),
+        (3, "kway", "1", "single"),
         (4, "scattered", "1", "square"),
         (3, "kway", "1", "channel"),
         (2, "block", "1", "guess"),
@@ -312,8 +328,8 @@ fn poisson_cg_on_2_3_and_4_ranks_equals_one_process() {
         (2, "block", "1", "chebyshev"),
         (4, "scattered", "1", "chebyshev"),
     ] {
-        let (guess, cheb) = (mesh == "guess", mesh == "chebyshev");
-        let mesh = if guess || cheb { "square" } else { mesh };
+        let (guess, cheb, one) = (mesh == "guess", mesh == "chebyshev", mesh == "single");
+        let mesh = if guess || cheb || one { "square" } else { mesh };
         let mut env = vec![
             ("MPI_TEST_PARTITIONER", partitioner),
             ("PARLOOP_LAZY", lazy),
@@ -325,10 +341,14 @@ fn poisson_cg_on_2_3_and_4_ranks_equals_one_process() {
         if cheb {
             env.push(("MPI_TEST_PC", "chebyshev"));
         }
+        if one {
+            env.push(("MPI_TEST_PC", "jacobi-single"));
+        }
         let got = mpirun_f64(np, &worker!("poisson_worker"), &env);
         let want = match (mesh, guess) {
             (_, true) => &guessed,
             _ if cheb => &chebyshev,
+            _ if one => &single,
             ("channel", _) => &channel,
             _ => &square,
         };
@@ -338,7 +358,7 @@ fn poisson_cg_on_2_3_and_4_ranks_equals_one_process() {
             f64,
             &format!(
                 "{mesh}, {np} ranks, {partitioner}, lazy={lazy}, guess={guess}, \
-                 chebyshev={cheb}"
+                 chebyshev={cheb}, single reduction={one}"
             ),
         );
     }

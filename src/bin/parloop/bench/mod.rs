@@ -6,8 +6,12 @@
 //! toolchain: a release binary and a Vulkan driver are enough.
 
 mod copy;
+mod sizes;
 mod solver;
 mod tune;
+mod vectors;
+
+pub use sizes::Sizes;
 
 use parloop::apps::airfoil::{Airfoil, bytes_per_call};
 use parloop::apps::wave::Wave;
@@ -15,69 +19,6 @@ use parloop::mesh::{airfoil::naca0012, unit_square};
 use parloop::{Config, Context, Kernel, Map, Set, Staging, Stats, Strategy, Variant};
 use std::fmt::Write;
 use std::time::Instant;
-
-/// The sizes of one run.
-pub struct Sizes {
-    name: String,
-    copy_bytes: u64,
-    /// Squares per side of the strategy tables' triangle mesh.
-    tri_n: usize,
-    /// The strategy table's Airfoil mesh.
-    res_mesh: (usize, usize),
-    /// The wave for fusion and lazy vs eager.
-    mode_n: usize,
-    wave_ns: [usize; 3],
-    airfoil_meshes: [(usize, usize); 2],
-    iterations: usize,
-    /// Squares per side of the CG section's unit square.
-    solver_n: usize,
-}
-
-impl Sizes {
-    /// `tiny`, `small` or `full`, with the Airfoil iterations and the CG square if given.
-    pub fn named(name: &str, iterations: Option<usize>, solver_n: Option<usize>) -> Sizes {
-        let s = match name {
-            "tiny" => Sizes {
-                name: name.into(),
-                copy_bytes: 1 << 20,
-                tri_n: 20,
-                res_mesh: (20, 30),
-                mode_n: 20,
-                wave_ns: [10, 20, 30],
-                airfoil_meshes: [(20, 30), (40, 60)],
-                iterations: 5,
-                solver_n: 30,
-            },
-            "small" => Sizes {
-                name: name.into(),
-                copy_bytes: 64 << 20,
-                tri_n: 280,
-                res_mesh: (200, 300),
-                mode_n: 200,
-                wave_ns: [100, 200, 400],
-                airfoil_meshes: [(200, 300), (400, 600)],
-                iterations: 20,
-                solver_n: 316,
-            },
-            _ => Sizes {
-                name: "full".into(),
-                copy_bytes: 256 << 20,
-                tri_n: 840,
-                res_mesh: (400, 600),
-                mode_n: 1000,
-                wave_ns: [100, 400, 1000],
-                airfoil_meshes: [(400, 600), (800, 1200)],
-                iterations: 1000,
-                solver_n: 1000,
-            },
-        };
-        Sizes {
-            iterations: iterations.unwrap_or(s.iterations).max(1),
-            solver_n: solver_n.unwrap_or(s.solver_n).max(1),
-            ..s
-        }
-    }
-}
 
 pub(crate) type Res<T> = Result<T, String>;
 
@@ -93,7 +34,7 @@ pub(crate) fn base() -> Res<Config> {
 }
 
 /// The report's sections, in the order they run.
-pub const SECTIONS: [&str; 9] = [
+pub const SECTIONS: [&str; 10] = [
     "copy",
     "triangles",
     "res_calc",
@@ -102,6 +43,7 @@ pub const SECTIONS: [&str; 9] = [
     "modes",
     "wave",
     "airfoil",
+    "vectors",
     "solver",
 ];
 
@@ -206,6 +148,10 @@ pub fn run(sizes: Sizes, only: &[String], sections: &[String]) -> Res<String> {
     }
     if want("airfoil") {
         airfoil(&mut r, &sizes, copy)?;
+        emit(&mut r);
+    }
+    if want("vectors") {
+        vectors::vectors(&mut r, &sizes.vector_ns, copy)?;
         emit(&mut r);
     }
     if want("solver") {

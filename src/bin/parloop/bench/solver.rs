@@ -4,6 +4,7 @@
 //! (GB/s and its share of the copy bandwidth), CG iterations per second, and what an iteration
 //! costs in submissions, readbacks and dispatches.
 
+use super::vectors::Spread;
 use super::{Res, base, context, sig};
 use parloop::apps::poisson::{assemble, element_kernel};
 use parloop::linalg::{SolveOptions, cg};
@@ -11,6 +12,9 @@ use parloop::mesh::unit_square;
 use parloop::{Context, Map, Real, Set};
 use std::fmt::Write;
 use std::time::Instant;
+
+/// Solves of each recurrence in the comparison of the two.
+const REPEATS: usize = 3;
 
 /// The section, on the unit square of `n` squares per side ((n + 1)^2 unknowns).
 pub fn solver(r: &mut String, n: usize, copy: f64) -> Res<()> {
@@ -27,15 +31,24 @@ pub fn solver(r: &mut String, n: usize, copy: f64) -> Res<()> {
         (n + 1) * (n + 1)
     );
     let f64 = context(base()?)?.gpu().f64();
-    row::<f32>(r, n, copy)?;
+    let mut recs = String::new();
+    row::<f32>(r, n, copy, &mut recs)?;
     if f64 {
-        row::<f64>(r, n, copy)?;
+        row::<f64>(r, n, copy, &mut recs)?;
     }
-    r.push('\n');
+    let _ = writeln!(
+        r,
+        "\nThe same Jacobi-CG by the standard recurrences (two reductions per iteration) and \
+         with one reduction per iteration (`SolveOptions::single_reduction`), interleaved, \
+         {REPEATS} solves each: ms per iteration as the median (range in brackets); per \
+         iteration the dispatches, submissions, readbacks and uploads.\n\n\
+         | recurrence | ms/iteration | iterations | true residual | dispatches | \
+         submissions | readbacks | uploads |\n|---|---:|---:|---:|---:|---:|---:|---:|\n{recs}"
+    );
     Ok(())
 }
 
-fn row<T: Real>(r: &mut String, n: usize, copy: f64) -> Res<()> {
+fn row<T: Real>(r: &mut String, n: usize, copy: f64, recs: &mut String) -> Res<()> {
     let err = |e: parloop::Error| e.to_string();
     let ctx: Context = context(base()?)?;
     let mesh = unit_square(n);
@@ -151,5 +164,68 @@ fn row<T: Real>(r: &mut String, n: usize, copy: f64) -> Res<()> {
         per(after.readbacks, before.readbacks),
         per(after.dispatches, before.dispatches),
     );
+    recurrences(&ctx, &a, &b, &u, &diagonal, &opts, recs)
+}
+
+/// The row's system solved again by both recurrences, interleaved, [`REPEATS`] times each
+/// (the rows of the second table, added to `recs`).
+fn recurrences<T: Real>(
+    ctx: &Context,
+    a: &parloop::linalg::Mat<T>,
+    b: &parloop::Dat<T>,
+    u: &parloop::Dat<T>,
+    diagonal: &parloop::Dat<T>,
+    opts: &SolveOptions,
+    recs: &mut String,
+) -> Res<()> {
+    let err = |e: parloop::Error| e.to_string();
+    let mut ms = [Vec::new(), Vec::new()];
+    let mut rows = [String::new(), String::new()];
+    for _ in 0..REPEATS {
+        for (k, single) in [false, true].into_iter().enumerate() {
+            let opts = SolveOptions {
+                single_reduction: single,
+                ..opts.clone()
+            };
+            ctx.zero(u).map_err(err)?;
+            ctx.flush().map_err(err)?;
+            let before = ctx.stats();
+            let t = Instant::now();
+            let rep = match cg(ctx, a, b, u, Some(diagonal), &opts) {
+                Ok(rep) => rep,
+                Err(e) => {
+                    let e = e.to_string().replace('\n', " ").replace('|', "/");
+                    rows[k] = format!("failed: {e} | | | | | |");
+                    continue;
+                }
+            };
+            let its = rep.iterations.max(1) as f64;
+            ms[k].push(t.elapsed().as_secs_f64() * 1e3 / its);
+            let after = ctx.stats();
+            let per = |a: u64, b: u64| sig((a - b) as f64 / its);
+            rows[k] = format!(
+                "{} | {:.1e} | {} | {} | {} | {} |",
+                rep.iterations,
+                rep.true_residual,
+                per(after.dispatches, before.dispatches),
+                per(after.submissions, before.submissions),
+                per(after.readbacks, before.readbacks),
+                per(after.uploads, before.uploads),
+            );
+        }
+    }
+    for (k, label) in ["standard", "single reduction"].into_iter().enumerate() {
+        let _ = writeln!(
+            recs,
+            "| {} {label} | {} | {}",
+            T::DTYPE,
+            if ms[k].is_empty() {
+                "-".to_string()
+            } else {
+                Spread::of(&ms[k]).show()
+            },
+            rows[k]
+        );
+    }
     Ok(())
 }

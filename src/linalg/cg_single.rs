@@ -1,0 +1,136 @@
+//! Conjugate gradients with one reduction per iteration (Chronopoulos and Gear; PETSc's
+//! `KSPCGUseSingleReduction`), chosen by [`SolveOptions::single_reduction`]: the dot products
+//! of an iteration, (r, u), (w, u) and (r, r) with u = M r and w = A u, are taken in the one
+//! pass over the rows that computes w, so an iteration is two passes over memory (the vector
+//! updates with the preconditioner, then y = A x with the dot products) and one finalize: on
+//! N ranks, one synchronisation of every rank instead of two.
+//!
+//! The recurrences, with gamma = (r, u), delta = (w, u) and s = A p carried as a vector:
+//! beta = gamma / gamma_old, alpha = gamma / (delta - beta gamma / alpha_old);
+//! p = u + beta p, s = w + beta s, x += alpha p, r -= alpha s. Each element keeps alpha_old in
+//! a vector of its own (every element computes the same alpha from the same Globals): no
+//! second Global, so on N ranks the one reduction is the iteration's one synchronisation.
+
+use super::precond::Preconditioner;
+use super::solve::{Frame, Operator, SolveOptions, SolveReport};
+use crate::{Context, Dat, Global, Kernel, Real, Result};
+use std::rc::Rc;
+
+/// The kernels of one type and dim, one WGSL source. `dots` is [(r, u), (w, u), (r, r)] of
+/// this iteration, `old` the previous iteration's, `alpha` the element's copy of the previous
+/// alpha (replaced by this iteration's). At or below the squared norm
+/// `parloop_cg1_tau_<type>` (or with (r, u) = 0) the steps are 0 and x and r stay as they
+/// are; `parloop_cg1_first_<type>` is 1 in the first iteration (beta 0).
+fn kernels(t: crate::DType, d: usize) -> String {
+    format!(
+        "
+fn pl_cg1_update_{t}_{d}(dots: ptr<function, array<{t}, 3>>, old: ptr<function, array<{t}, 3>>,
+                     alpha: ptr<function, array<{t}, 1>>, u: ptr<function, array<{t}, {d}>>,
+                     w: ptr<function, array<{t}, {d}>>, p: ptr<function, array<{t}, {d}>>,
+                     s: ptr<function, array<{t}, {d}>>, x: ptr<function, array<{t}, {d}>>,
+                     r: ptr<function, array<{t}, {d}>>) {{
+    let gamma = (*dots)[0];
+    let stop = gamma == {t}() || (*dots)[2] <= parloop_cg1_tau_{t};
+    let first = parloop_cg1_first_{t} != {t}();
+    let beta = select(gamma / (*old)[0], {t}(), first || stop);
+    let correction = select(beta * gamma / (*alpha)[0], {t}(), first || stop);
+    let a = select(gamma / ((*dots)[1] - correction), {t}(), stop);
+    (*alpha)[0] = a;
+    for (var i = 0u; i < {d}u; i++) {{
+        (*p)[i] = (*u)[i] + beta * (*p)[i];
+        (*s)[i] = (*w)[i] + beta * (*s)[i];
+        (*x)[i] += a * (*p)[i];
+        (*r)[i] -= a * (*s)[i];
+    }}
+}}
+// The same without a preconditioner: u is r itself (its value before the update).
+fn pl_cg1_update_self_{t}_{d}(dots: ptr<function, array<{t}, 3>>, old: ptr<function, array<{t}, 3>>,
+                          alpha: ptr<function, array<{t}, 1>>, w: ptr<function, array<{t}, {d}>>,
+                          p: ptr<function, array<{t}, {d}>>, s: ptr<function, array<{t}, {d}>>,
+                          x: ptr<function, array<{t}, {d}>>, r: ptr<function, array<{t}, {d}>>) {{
+    var u = *r;
+    pl_cg1_update_{t}_{d}(dots, old, alpha, &u, w, p, s, x, r);
+}}
+fn pl_cg1_dots_{t}_{d}(r: ptr<function, array<{t}, {d}>>, u: ptr<function, array<{t}, {d}>>,
+                   w: ptr<function, array<{t}, {d}>>, next: ptr<function, array<{t}, 3>>) {{
+    for (var i = 0u; i < {d}u; i++) {{
+        (*next)[0] += (*r)[i] * (*u)[i];
+        (*next)[1] += (*w)[i] * (*u)[i];
+        (*next)[2] += (*r)[i] * (*r)[i];
+    }}
+}}
+"
+    )
+}
+
+/// [`super::cg`] under `single_reduction`.
+pub(super) async fn cg_single<T: Real>(
+    ctx: &Context,
+    a: &dyn Operator<T>,
+    b: &Dat<T>,
+    x: &Dat<T>,
+    pc: Option<&dyn Preconditioner<T>>,
+    opts: &SolveOptions,
+) -> Result<SolveReport> {
+    let mut f = match Frame::new(ctx, "cg", b, x, pc, opts).await? {
+        Ok(f) => f,
+        Err(done) => return Ok(done),
+    };
+    let (t, set, d) = (T::DTYPE, b.set(), b.dim());
+    let src = kernels(t, d);
+    let k = |n: &str| Kernel::new(format!("pl_cg1_{n}_{t}_{d}"), src.clone());
+    let tmp = |n: &str| ctx.dat_zeros::<T>(&format!("cg {n}"), set, d);
+    let (r, w, p, s) = (tmp("r")?, tmp("w")?, tmp("p")?, tmp("s")?);
+    let alpha = ctx.dat_zeros::<T>("cg alpha", set, 1)?;
+    // Without a preconditioner u is r itself.
+    let u_own = pc.map(|_| tmp("u")).transpose()?;
+    let u = u_own.as_ref().unwrap_or(&r);
+    let precondition = || pc.map_or(Ok(()), |m| m.apply(ctx, &r, u));
+    // Zeros: cleared on the device, not written by the host.
+    let zeros = || ctx.global::<T>("cg [r.u, w.u, r.r]", &[T::default(); 3]);
+    // Set again before each loop that reads them: a solve inside the operator or the
+    // preconditioner sets its own.
+    let tau = f.tau();
+    let consts = |first: bool| -> Result<()> {
+        ctx.constant(&format!("parloop_cg1_tau_{t}"), tau)?;
+        let one = T::from_f64(if first { 1.0 } else { 0.0 });
+        ctx.constant(&format!("parloop_cg1_first_{t}"), one)
+    };
+    f.residual(a, &r, &w)?;
+    precondition()?;
+    a.apply(ctx, u, &w)?;
+    let products =
+        |g: &Global<T>| ctx.par_loop(&k("dots"), set, &[r.read(), u.read(), w.read(), g.inc()]);
+    consts(true)?;
+    let mut dots = Rc::new(zeros()?);
+    products(&dots)?;
+    if f.start(&dots, 2).await? {
+        return Ok(f.report);
+    }
+    let mut old = dots.clone();
+    let breakdown = "(w, u) - beta (r, u) / alpha or (r, u) was 0 or not finite: is A symmetric \
+                     positive definite, with no zero on its diagonal?";
+    for it in 1..=opts.max_iterations {
+        consts(it == 1)?;
+        let steps = [dots.read(), old.read(), alpha.rw()];
+        if u_own.is_some() {
+            let args = [
+                &steps[..],
+                &[u.read(), w.read(), p.rw(), s.rw(), x.rw(), r.rw()],
+            ];
+            ctx.par_loop(&k("update"), set, &args.concat())?;
+        } else {
+            let args = [&steps[..], &[w.read(), p.rw(), s.rw(), x.rw(), r.rw()]];
+            ctx.par_loop(&k("update_self"), set, &args.concat())?;
+        }
+        precondition()?;
+        a.apply(ctx, u, &w)?;
+        let next = Rc::new(zeros()?);
+        products(&next)?;
+        (old, dots) = (dots, next);
+        if f.after(it, dots.clone(), 2, breakdown).await? {
+            return f.finish(a, &r, &w).await;
+        }
+    }
+    f.limit(a, &r, &w).await
+}
