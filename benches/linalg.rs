@@ -4,7 +4,8 @@
 //! - assembly (one par_loop of element matrices and loads, racing increments) and y = A x, in ms and in
 //!   GB/s of the bytes they must move, beside a plain copy (`ctx.copy`) of the matrix's values;
 //! - Jacobi-CG to a relative residual of 1e-8 in f32 and (with the adapter's f64) f64, against
-//!   the same CG in plain Rust (f64, one core, CSR from the assembled matrix).
+//!   the same CG in plain Rust (f64, one core, CSR from the assembled matrix), then again with
+//!   one reduction per iteration (`SolveOptions::single_reduction`).
 //!
 //! `cargo bench --bench linalg`; `LINALG_SIZES=1000 LINALG_TYPES=f32` for 10^6 unknowns;
 //! `scripts/scipy-cg.sh` runs SciPy's CG on the matrices it exports (`LINALG_EXPORT=DIR`).
@@ -207,6 +208,24 @@ fn run<T: Real>(ctx: &Context, n: usize) -> System<T> {
         plain_ms / it as f64
     );
     drop(v);
+    // The same solve with one reduction per iteration.
+    ctx.zero(&u).unwrap();
+    let opts = SolveOptions {
+        single_reduction: true,
+        ..opts
+    };
+    let before = ctx.stats();
+    let t = Instant::now();
+    let one = cg(ctx, &s.a, &s.b, &u, Some(&s.diag), &opts).unwrap();
+    let one_ms = ms(t);
+    let d = (ctx.stats().dispatches - before.dispatches) as f64 / one.iterations as f64;
+    println!(
+        "|   CG {}, single reduction: {} iterations in {one_ms:.0} ms ({:.2} ms each; true residual {:.1e}; {d:.2} dispatches each) |",
+        T::DTYPE,
+        one.iterations,
+        one_ms / one.iterations as f64,
+        one.true_residual,
+    );
     s
 }
 

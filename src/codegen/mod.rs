@@ -206,11 +206,16 @@ pub(crate) fn flat_main(g: &GroupIr, w: &mut String, permutation: Option<usize>)
     };
     let _ = writeln!(w, "        let pl_e = {e};");
     element_body(g, w, "        ", None);
-    w.push_str(if strided {
-        "    }\n    }\n    }\n    }\n"
+    if strided {
+        // The last turn ends the loop before its step could wrap past 2^32.
+        let _ = writeln!(
+            w,
+            "    }}\n    }}\n    if (pl.n - pl_c <= pl.nwg * {}u) {{ break; }}\n    }}\n    }}",
+            wg * STRIDE_UNROLL
+        );
     } else {
-        "    }\n"
-    });
+        w.push_str("    }\n");
+    }
 }
 
 /// Racing arguments of the group, numbered in order: (loop, arg).

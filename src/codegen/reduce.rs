@@ -10,19 +10,41 @@ use std::fmt::Write;
 
 const TEMPLATE: &str = include_str!("../../shaders/finalize.wgsl");
 
-/// WGSL of the finalize pass of a group's reductions (in the group's order: Global `r` is
-/// binding 2 + r, and its partials follow the earlier ones' in scratch, as
-/// [`reduction_epilogue`] stores them).
+/// The Globals a finalize pass binds, from binding 2 in this order: the group's reductions'
+/// bindings, each once (two arguments reducing into one Global are folded in turn into one
+/// binding: two writable bindings of one buffer in a dispatch would race).
+pub fn finalize_bindings(reductions: &[ReductionIr]) -> Vec<usize> {
+    let mut bindings: Vec<usize> = Vec::new();
+    for r in reductions {
+        if !bindings.contains(&r.binding) {
+            bindings.push(r.binding);
+        }
+    }
+    bindings
+}
+
+/// WGSL of the finalize pass of a group's reductions (in the group's order; the Globals bound
+/// as [`finalize_bindings`] lists them, each reduction's partials after the earlier ones' in
+/// scratch, as [`reduction_epilogue`] stores them).
 pub fn finalize_wgsl(reductions: &[ReductionIr]) -> String {
     let (mut globals, mut body) = (String::new(), String::new());
-    let mut off = 0usize;
-    for (r, red) in reductions.iter().enumerate() {
-        let (t, op) = (red.dtype.wgsl(), super::reduce_op(red.access));
+    let bindings = finalize_bindings(reductions);
+    for (g, &b) in bindings.iter().enumerate() {
+        let red = reductions.iter().find(|r| r.binding == b).expect("listed");
         let _ = writeln!(
             globals,
-            "@group(0) @binding({}) var<storage, read_write> pl_global{r}: array<{t}>;",
-            r + 2
+            "@group(0) @binding({}) var<storage, read_write> pl_global{g}: array<{}>;",
+            g + 2,
+            red.dtype.wgsl()
         );
+    }
+    let mut off = 0usize;
+    for red in reductions {
+        let (t, op) = (red.dtype.wgsl(), super::reduce_op(red.access));
+        let r = bindings
+            .iter()
+            .position(|&b| b == red.binding)
+            .expect("listed");
         // Partial slot i's word: its bits, or two words for f64 (joined through a u64).
         let at = format!("{off}u * pl.n + pl_s * {}u + pl_d", red.dim);
         let load = if red.dtype == DType::F64 {

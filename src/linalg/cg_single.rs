@@ -7,9 +7,11 @@
 //!
 //! The recurrences, with gamma = (r, u), delta = (w, u) and s = A p carried as a vector:
 //! beta = gamma / gamma_old, alpha = gamma / (delta - beta gamma / alpha_old);
-//! p = u + beta p, s = w + beta s, x += alpha p, r -= alpha s. Each element keeps alpha_old in
-//! a vector of its own (every element computes the same alpha from the same Globals): no
-//! second Global, so on N ranks the one reduction is the iteration's one synchronisation.
+//! p = u + beta p, s = w + beta s, x += alpha p, r -= alpha s. Each element keeps alpha_old
+//! beside its p and s (every element computes the same alpha from the same Globals): no second
+//! Global, so on N ranks the one reduction is the iteration's one synchronisation. p, s and
+//! alpha are one Dat, so that the update binds 8 storage buffers at most (WebGPU's default
+//! limit).
 
 use super::precond::Preconditioner;
 use super::solve::{Frame, Operator, SolveOptions, SolveReport};
@@ -17,39 +19,37 @@ use crate::{Context, Dat, Global, Kernel, Real, Result};
 use std::rc::Rc;
 
 /// The kernels of one type and dim, one WGSL source. `dots` is [(r, u), (w, u), (r, r)] of
-/// this iteration, `old` the previous iteration's, `alpha` the element's copy of the previous
-/// alpha (replaced by this iteration's). At or below the squared norm
+/// this iteration, `old` the previous iteration's, `ps` the element's p, s and copy of the
+/// previous alpha (replaced by this iteration's). At or below the squared norm
 /// `parloop_cg1_tau_<type>` (or with (r, u) = 0) the steps are 0 and x and r stay as they
 /// are; `parloop_cg1_first_<type>` is 1 in the first iteration (beta 0).
 fn kernels(t: crate::DType, d: usize) -> String {
     format!(
         "
 fn pl_cg1_update_{t}_{d}(dots: ptr<function, array<{t}, 3>>, old: ptr<function, array<{t}, 3>>,
-                     alpha: ptr<function, array<{t}, 1>>, u: ptr<function, array<{t}, {d}>>,
-                     w: ptr<function, array<{t}, {d}>>, p: ptr<function, array<{t}, {d}>>,
-                     s: ptr<function, array<{t}, {d}>>, x: ptr<function, array<{t}, {d}>>,
+                     u: ptr<function, array<{t}, {d}>>, w: ptr<function, array<{t}, {d}>>,
+                     ps: ptr<function, array<{t}, {e}>>, x: ptr<function, array<{t}, {d}>>,
                      r: ptr<function, array<{t}, {d}>>) {{
     let gamma = (*dots)[0];
     let stop = gamma == {t}() || (*dots)[2] <= parloop_cg1_tau_{t};
     let first = parloop_cg1_first_{t} != {t}();
     let beta = select(gamma / (*old)[0], {t}(), first || stop);
-    let correction = select(beta * gamma / (*alpha)[0], {t}(), first || stop);
+    let correction = select(beta * gamma / (*ps)[{a}], {t}(), first || stop);
     let a = select(gamma / ((*dots)[1] - correction), {t}(), stop);
-    (*alpha)[0] = a;
+    (*ps)[{a}] = a;
     for (var i = 0u; i < {d}u; i++) {{
-        (*p)[i] = (*u)[i] + beta * (*p)[i];
-        (*s)[i] = (*w)[i] + beta * (*s)[i];
-        (*x)[i] += a * (*p)[i];
-        (*r)[i] -= a * (*s)[i];
+        (*ps)[i] = (*u)[i] + beta * (*ps)[i];
+        (*ps)[{d}u + i] = (*w)[i] + beta * (*ps)[{d}u + i];
+        (*x)[i] += a * (*ps)[i];
+        (*r)[i] -= a * (*ps)[{d}u + i];
     }}
 }}
 // The same without a preconditioner: u is r itself (its value before the update).
 fn pl_cg1_update_self_{t}_{d}(dots: ptr<function, array<{t}, 3>>, old: ptr<function, array<{t}, 3>>,
-                          alpha: ptr<function, array<{t}, 1>>, w: ptr<function, array<{t}, {d}>>,
-                          p: ptr<function, array<{t}, {d}>>, s: ptr<function, array<{t}, {d}>>,
+                          w: ptr<function, array<{t}, {d}>>, ps: ptr<function, array<{t}, {e}>>,
                           x: ptr<function, array<{t}, {d}>>, r: ptr<function, array<{t}, {d}>>) {{
     var u = *r;
-    pl_cg1_update_{t}_{d}(dots, old, alpha, &u, w, p, s, x, r);
+    pl_cg1_update_{t}_{d}(dots, old, &u, w, ps, x, r);
 }}
 fn pl_cg1_dots_{t}_{d}(r: ptr<function, array<{t}, {d}>>, u: ptr<function, array<{t}, {d}>>,
                    w: ptr<function, array<{t}, {d}>>, next: ptr<function, array<{t}, 3>>) {{
@@ -59,7 +59,9 @@ fn pl_cg1_dots_{t}_{d}(r: ptr<function, array<{t}, {d}>>, u: ptr<function, array
         (*next)[2] += (*r)[i] * (*r)[i];
     }}
 }}
-"
+",
+        e = 2 * d + 1,
+        a = 2 * d
     )
 }
 
@@ -80,8 +82,8 @@ pub(super) async fn cg_single<T: Real>(
     let src = kernels(t, d);
     let k = |n: &str| Kernel::new(format!("pl_cg1_{n}_{t}_{d}"), src.clone());
     let tmp = |n: &str| ctx.dat_zeros::<T>(&format!("cg {n}"), set, d);
-    let (r, w, p, s) = (tmp("r")?, tmp("w")?, tmp("p")?, tmp("s")?);
-    let alpha = ctx.dat_zeros::<T>("cg alpha", set, 1)?;
+    let (r, w) = (tmp("r")?, tmp("w")?);
+    let ps = ctx.dat_zeros::<T>("cg [p, A p, alpha]", set, 2 * d + 1)?;
     // Without a preconditioner u is r itself.
     let u_own = pc.map(|_| tmp("u")).transpose()?;
     let u = u_own.as_ref().unwrap_or(&r);
@@ -112,16 +114,20 @@ pub(super) async fn cg_single<T: Real>(
                      positive definite, with no zero on its diagonal?";
     for it in 1..=opts.max_iterations {
         consts(it == 1)?;
-        let steps = [dots.read(), old.read(), alpha.rw()];
         if u_own.is_some() {
             let args = [
-                &steps[..],
-                &[u.read(), w.read(), p.rw(), s.rw(), x.rw(), r.rw()],
+                dots.read(),
+                old.read(),
+                u.read(),
+                w.read(),
+                ps.rw(),
+                x.rw(),
+                r.rw(),
             ];
-            ctx.par_loop(&k("update"), set, &args.concat())?;
+            ctx.par_loop(&k("update"), set, &args)?;
         } else {
-            let args = [&steps[..], &[w.read(), p.rw(), s.rw(), x.rw(), r.rw()]];
-            ctx.par_loop(&k("update_self"), set, &args.concat())?;
+            let args = [dots.read(), old.read(), w.read(), ps.rw(), x.rw(), r.rw()];
+            ctx.par_loop(&k("update_self"), set, &args)?;
         }
         precondition()?;
         a.apply(ctx, u, &w)?;

@@ -56,8 +56,8 @@ pub struct SolveOptions {
     /// recurrences, as PETSc's `KSPCGUseSingleReduction`): the vector updates and the
     /// preconditioner in one pass, y = A x with the dot products in the next, one finalize
     /// (three dispatches per iteration with a Jacobi preconditioner, against five), and on N
-    /// ranks one synchronisation of every rank per iteration instead of two. It keeps two more
-    /// vectors (A p, and each element's copy of the step length) and, in exact arithmetic,
+    /// ranks one synchronisation of every rank per iteration instead of two. It keeps A p and
+    /// each element's copy of the step length beside p and, in exact arithmetic,
     /// takes the same iterations; in floating point its rounding differs from the standard
     /// recurrence's (within 2 iterations on the systems tested).
     pub single_reduction: bool,

@@ -249,7 +249,11 @@ pub(super) fn encode_group(
         cmds.push(Cmd {
             pipeline: fin,
             bufs: std::iter::once((SCRATCH, 0))
-                .chain(reductions.iter().map(|r| bufs[r.binding]))
+                .chain(
+                    reduce::finalize_bindings(reductions)
+                        .iter()
+                        .map(|&b| bufs[b]),
+                )
                 .collect(),
             params: params.len() - 1,
             params_bytes: PARAMS_BYTES,

@@ -51,7 +51,7 @@ pub(crate) struct Engine {
     pub tuner: RefCell<Option<crate::lower::tune::Tuner>>,
     /// `Config::grid_limit`.
     pub grid_limit: Option<u32>,
-    /// `Config::reduction_workgroups`, or the adapter's default.
+    /// `Config::reduction_workgroups` (at least 1), or the adapter's default.
     pub reduction_workgroups: u32,
 }
 
@@ -100,13 +100,14 @@ impl Engine {
             wall_profile: wall_clock && (config.profile_table || config.trace.is_some()),
             timestamps,
             grid_limit: config.grid_limit,
-            reduction_workgroups: config.reduction_workgroups.unwrap_or(
-                if gpu.info.device_type == wgpu::DeviceType::Cpu {
+            reduction_workgroups: config
+                .reduction_workgroups
+                .unwrap_or(if gpu.info.device_type == wgpu::DeviceType::Cpu {
                     64
                 } else {
                     4096
-                },
-            ),
+                })
+                .max(1),
             gpu,
         }
     }

@@ -131,6 +131,19 @@ fn capped_reductions_fold_every_element_once() {
         assert_eq!(gl.value().unwrap()[0], lo, "{what}");
         assert_eq!(gh.value().unwrap()[0], hi, "{what}");
         assert_eq!(ctx.stats().dispatches, 4, "{what}: one finalize per loop");
+        // One Global reduced by two arguments of one loop: both contributions, in turn.
+        let twice = Kernel::new(
+            "twice",
+            "fn twice(v: ptr<function, array<f32, 1>>, a: ptr<function, array<f32, 2>>, \
+             b: ptr<function, array<f32, 2>>) { (*a)[0] += (*v)[0]; (*b)[1] += 2.0; }",
+        );
+        ctx.par_loop(&twice, &set, &[d.read(), s.inc(), s.inc()])
+            .unwrap();
+        assert_eq!(
+            &*s.value().unwrap(),
+            &[3.0 * sum, 2.0 * n as f32 + 2.0 * n as f32],
+            "{what}"
+        );
     }
 }
 

@@ -320,6 +320,7 @@ fn poisson_cg_on_2_3_and_4_ranks_equals_one_process() {
     for (np, partitioner, lazy, mesh) in [
         (2, "block", "1", "square"),
         (2, "block", "0", "square"),
+        (3, "kway", "1", "square"),
         (3, "kway", "1", "single"),
         (4, "scattered", "1", "square"),
         (3, "kway", "1", "channel"),
