@@ -169,17 +169,18 @@ fn main_fn(g: &GroupIr, w: &mut String) {
     w.push_str("}\n");
 }
 
-/// Positions an invocation of a reducing group takes per turn of its strided loop (see
-/// [`flat_main`]).
+/// Positions an invocation of a reducing group takes per turn of its loop (see [`flat_main`]).
 pub const STRIDE_UNROLL: u32 = 4;
 
 /// One invocation per position (`pl.base` + its index), taking its element through the
 /// `permutation` binding (global colouring's plan), else the subset's list, else the position
-/// itself. In a group that reduces into Globals each invocation instead strides over the
-/// positions, [`STRIDE_UNROLL`] a workgroup apart per turn: the runtime caps the workgroups of
-/// such a dispatch (`Config::reduction_workgroups`), so that a few workgroup trees fold many
-/// elements, and neighbouring invocations still take neighbouring positions. Workgroups past
-/// `pl.nwg` (a 2-D grid's last row) take none.
+/// itself. In a group that reduces into Globals each workgroup instead takes a contiguous
+/// chunk of the positions (whole turns of [`STRIDE_UNROLL`] x workgroup size, the last chunk
+/// shorter), each turn's positions a workgroup apart per invocation: the runtime caps the
+/// workgroups of such a dispatch (`Config::reduction_workgroups`), so that a few workgroup
+/// trees fold many elements, neighbouring invocations still take neighbouring positions, and a
+/// CPU adapter's threads each stream through memory. Workgroups past `pl.nwg` (a 2-D grid's
+/// last row) take none.
 pub(crate) fn flat_main(g: &GroupIr, w: &mut String, permutation: Option<usize>) {
     let wg = g.workgroup_size;
     let strided = !g.reductions.is_empty();
@@ -188,10 +189,13 @@ pub(crate) fn flat_main(g: &GroupIr, w: &mut String, permutation: Option<usize>)
         let _ = writeln!(
             w,
             "    if (pl_wg < pl.nwg) {{\n    \
-             for (var pl_c = pl_wg * {turn}u + pl_lid; pl_c < pl.n; pl_c += pl.nwg * {turn}u) {{\n    \
+             let pl_turns = pl.n / {turn}u + select(0u, 1u, pl.n % {turn}u != 0u);\n    \
+             let pl_chunk = (pl_turns / pl.nwg + select(0u, 1u, pl_turns % pl.nwg != 0u)) * {turn}u;\n    \
+             let pl_end = min(pl.n, (pl_wg + 1u) * pl_chunk);\n    \
+             for (var pl_c = pl_wg * pl_chunk + pl_lid; pl_c < pl_end; pl_c += {turn}u) {{\n    \
              for (var pl_u = 0u; pl_u < {u}u; pl_u++) {{\n    \
              let pl_i = pl_c + pl_u * {wg}u;\n    \
-             if (pl_i < pl.n) {{\n        let pl_p = pl.base + pl_i;"
+             if (pl_i < pl_end) {{\n        let pl_p = pl.base + pl_i;"
         );
     } else {
         let _ = writeln!(
@@ -206,16 +210,11 @@ pub(crate) fn flat_main(g: &GroupIr, w: &mut String, permutation: Option<usize>)
     };
     let _ = writeln!(w, "        let pl_e = {e};");
     element_body(g, w, "        ", None);
-    if strided {
-        // The last turn ends the loop before its step could wrap past 2^32.
-        let _ = writeln!(
-            w,
-            "    }}\n    }}\n    if (pl.n - pl_c <= pl.nwg * {}u) {{ break; }}\n    }}\n    }}",
-            wg * STRIDE_UNROLL
-        );
+    w.push_str(if strided {
+        "    }\n    }\n    }\n    }\n"
     } else {
-        w.push_str("    }\n");
-    }
+        "    }\n"
+    });
 }
 
 /// Racing arguments of the group, numbered in order: (loop, arg).

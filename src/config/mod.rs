@@ -129,9 +129,9 @@ pub struct Config {
     /// adapter's limit.
     pub grid_limit: Option<u32>,
     /// The most workgroups one dispatch of a loop group that reduces into Globals runs
-    /// (`PARLOOP_REDUCTION_WORKGROUPS`): each invocation folds every (workgroups x workgroup
-    /// size)-th element into its accumulators before its workgroup's tree, so a large set pays
-    /// for a bounded number of trees, not one per workgroup of elements. None (default): 64 on
+    /// (`PARLOOP_REDUCTION_WORKGROUPS`): each workgroup folds a contiguous chunk of the set
+    /// into its invocations' accumulators before its tree, so a large set pays for a bounded
+    /// number of trees, not one per workgroup of elements. None (default): 64 on
     /// a CPU adapter (where a workgroup barrier is costly), 4096 on a GPU (enough workgroups
     /// to fill one). Some(0) counts as 1.
     pub reduction_workgroups: Option<u32>,

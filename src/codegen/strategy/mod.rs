@@ -230,8 +230,8 @@ impl Schedule {
 /// The dispatches of a group: (positions, first position, workgroups) each. `colour_offsets`
 /// are the colouring's (a `Colouring` plan), `block_offsets` the block colours' (a `Blocks`
 /// plan); `positions` start at `first` when there is no plan. `stride_cap` caps the
-/// workgroups of one-invocation-per-position dispatches of a reducing group, whose invocations
-/// then stride over the positions (see [`crate::codegen::flat_main`]).
+/// workgroups of one-invocation-per-position dispatches of a reducing group, whose workgroups
+/// then take chunks of the positions (see [`crate::codegen::flat_main`]).
 pub fn dispatches(
     plan: PlanKind,
     colour_offsets: Option<&[usize]>,
