@@ -12,6 +12,10 @@ mod tune;
 mod vectors;
 
 pub use sizes::Sizes;
+use vectors::Spread;
+
+/// Interleaved repeats of each strategy table's rows.
+const REPEATS: usize = 5;
 
 use parloop::apps::airfoil::{Airfoil, bytes_per_call};
 use parloop::apps::wave::Wave;
@@ -207,21 +211,22 @@ fn ms_per_call(ctx: &Context, before: &Stats, kernel: &str, wall_ms: f64) -> f64
 fn strategy_table_head(r: &mut String, title: &str, what: &str) {
     let _ = writeln!(
         r,
-        "## {title}\n\n{what}\n\n| strategy | ms/loop | GB/s | of copy |\n|---|---:|---:|---:|"
+        "## {title}\n\n{what} Median of {REPEATS} interleaved repeats (range in brackets); GB/s \
+         and the copy's share at the median.\n\n| strategy | ms/loop | GB/s | of copy |\n\
+         |---|---:|---:|---:|"
     );
 }
 
-fn strategy_row(r: &mut String, label: &str, ms: f64, bytes: f64, copy: f64) {
-    let gbs = bytes / (ms * 1e6);
+fn strategy_row(r: &mut String, label: &str, ms: Spread, bytes: f64, copy: f64) {
+    let gbs = bytes / (ms.median * 1e6);
     let _ = writeln!(
         r,
         "| {label} | {} | {} | {}% |",
-        sig(ms),
+        ms.show(),
         sig(gbs),
         sig(100.0 * gbs / copy)
     );
 }
-
 fn strategies_triangles(
     r: &mut String,
     s: &Sizes,
@@ -244,6 +249,7 @@ fn strategies_triangles(
         "fn spread(w: ptr<function, array<f32, 1>>, v: ptr<function, array<f32, 3>>) { \
          for (var a = 0; a < 3; a++) { (*v)[a] += (*w)[0]; } }",
     );
+    let mut runners: Vec<Runner> = Vec::new();
     for &(_, label, strategy, staging) in rows {
         let ctx = context(Config {
             strategy,
@@ -261,12 +267,11 @@ fn strategies_triangles(
                 .map_err(err)?;
             ctx.flush().map_err(err)
         })?;
+        let label = tune::label(&ctx, label, tuned);
+        let spread = spread.clone();
         let calls = 10;
-        let (mut wall, mut before) = (0.0, ctx.stats());
-        for round in 0..2 {
-            if round == 1 {
-                before = ctx.stats(); // the first round built plans and pipelines
-            }
+        let sample = move || -> Res<f64> {
+            let before = ctx.stats();
             let t = Instant::now();
             for _ in 0..calls {
                 ctx.par_loop(&spread, &cells, &[w.read(), v.all(&c2v).inc()])
@@ -274,15 +279,29 @@ fn strategies_triangles(
             }
             ctx.flush().map_err(err)?;
             let _ = v.data_ro().map_err(err)?;
-            wall = t.elapsed().as_secs_f64() * 1e3 / calls as f64;
+            let wall = t.elapsed().as_secs_f64() * 1e3 / calls as f64;
+            Ok(ms_per_call(&ctx, &before, "spread", wall))
+        };
+        sample()?; // plans and pipelines built
+        runners.push((label, Box::new(sample)));
+    }
+    interleaved(r, runners, bytes, copy)
+}
+
+/// A strategy table's row: its label, and a closure that measures one sample (ms per loop).
+type Runner = (String, Box<dyn FnMut() -> Res<f64>>);
+
+/// The rows' samples taken in turn, [`REPEATS`] rounds, then each row as the median with its
+/// range.
+fn interleaved(r: &mut String, mut runners: Vec<Runner>, bytes: f64, copy: f64) -> Res<()> {
+    let mut ms = vec![Vec::new(); runners.len()];
+    for _ in 0..REPEATS {
+        for (k, (_, sample)) in runners.iter_mut().enumerate() {
+            ms[k].push(sample()?);
         }
-        strategy_row(
-            r,
-            &tune::label(&ctx, label, tuned),
-            ms_per_call(&ctx, &before, "spread", wall),
-            bytes,
-            copy,
-        );
+    }
+    for ((label, _), ms) in runners.iter().zip(&ms) {
+        strategy_row(r, label, Spread::of(ms), bytes, copy);
     }
     r.push('\n');
     Ok(())
@@ -302,6 +321,7 @@ fn strategies_res_calc(r: &mut String, s: &Sizes, rows: &Rows, copy: f64, timing
             bytes / 1e6
         ),
     );
+    let mut runners: Vec<Runner> = Vec::new();
     for &(_, label, strategy, staging) in rows {
         let ctx = context(Config {
             strategy,
@@ -316,22 +336,20 @@ fn strategies_res_calc(r: &mut String, s: &Sizes, rows: &Rows, copy: f64, timing
             a.iteration(None).map_err(err)?;
             a.q.data_ro().map(|_| ()).map_err(err)
         })?;
-        let before = ctx.stats();
-        let t = Instant::now();
-        a.iteration(None).map_err(err)?;
-        let _ = a.q.data_ro().map_err(err)?;
-        // Two res_calc calls per iteration; their wall share is not known without timestamps.
-        let wall = t.elapsed().as_secs_f64() * 1e3 / 2.0;
-        strategy_row(
-            r,
-            &tune::label(&ctx, label, tuned),
-            ms_per_call(&ctx, &before, "res_calc", wall),
-            bytes,
-            copy,
-        );
+        let label = tune::label(&ctx, label, tuned);
+        let sample = move || -> Res<f64> {
+            let before = ctx.stats();
+            let t = Instant::now();
+            a.iteration(None).map_err(err)?;
+            let _ = a.q.data_ro().map_err(err)?;
+            // Two res_calc calls per iteration; their wall share is not known without
+            // timestamps.
+            let wall = t.elapsed().as_secs_f64() * 1e3 / 2.0;
+            Ok(ms_per_call(&ctx, &before, "res_calc", wall))
+        };
+        runners.push((label, Box::new(sample)));
     }
-    r.push('\n');
-    Ok(())
+    interleaved(r, runners, bytes, copy)
 }
 
 /// Steps/s of the wave at `n` with `config`, dispatches and submissions per step, and the

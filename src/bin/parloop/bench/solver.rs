@@ -13,8 +13,11 @@ use parloop::{Context, Map, Real, Set};
 use std::fmt::Write;
 use std::time::Instant;
 
-/// Solves of each recurrence in the comparison of the two.
-const REPEATS: usize = 3;
+/// Solves of each recurrence in the comparison of the two (one above 2 x 10^6 unknowns, where
+/// a solve takes thousands of iterations).
+fn repeats(unknowns: usize) -> usize {
+    if unknowns > 2_000_000 { 1 } else { 3 }
+}
 
 /// The section, on the unit square of `n` squares per side ((n + 1)^2 unknowns).
 pub fn solver(r: &mut String, n: usize, copy: f64) -> Res<()> {
@@ -40,10 +43,11 @@ pub fn solver(r: &mut String, n: usize, copy: f64) -> Res<()> {
         r,
         "\nThe same Jacobi-CG by the standard recurrences (two reductions per iteration) and \
          with one reduction per iteration (`SolveOptions::single_reduction`), interleaved, \
-         {REPEATS} solves each: ms per iteration as the median (range in brackets); per \
+         {} solves each: ms per iteration as the median (range in brackets); per \
          iteration the dispatches, submissions, readbacks and uploads.\n\n\
          | recurrence | ms/iteration | iterations | true residual | dispatches | \
-         submissions | readbacks | uploads |\n|---|---:|---:|---:|---:|---:|---:|---:|\n{recs}"
+         submissions | readbacks | uploads |\n|---|---:|---:|---:|---:|---:|---:|---:|\n{recs}",
+        repeats((n + 1) * (n + 1))
     );
     Ok(())
 }
@@ -167,7 +171,7 @@ fn row<T: Real>(r: &mut String, n: usize, copy: f64, recs: &mut String) -> Res<(
     recurrences(&ctx, &a, &b, &u, &diagonal, &opts, recs)
 }
 
-/// The row's system solved again by both recurrences, interleaved, [`REPEATS`] times each
+/// The row's system solved again by both recurrences, interleaved, [`repeats`] times each
 /// (the rows of the second table, added to `recs`).
 fn recurrences<T: Real>(
     ctx: &Context,
@@ -181,7 +185,7 @@ fn recurrences<T: Real>(
     let err = |e: parloop::Error| e.to_string();
     let mut ms = [Vec::new(), Vec::new()];
     let mut rows = [String::new(), String::new()];
-    for _ in 0..REPEATS {
+    for _ in 0..repeats(b.set().size()) {
         for (k, single) in [false, true].into_iter().enumerate() {
             let opts = SolveOptions {
                 single_reduction: single,
