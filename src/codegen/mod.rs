@@ -186,16 +186,21 @@ pub(crate) fn flat_main(g: &GroupIr, w: &mut String, permutation: Option<usize>)
     let strided = !g.reductions.is_empty();
     if strided {
         let (turn, u) = (wg * STRIDE_UNROLL, STRIDE_UNROLL);
+        // Workgroup pl_wg takes turns [pl_t0, pl_t1): the turns split as evenly as they go,
+        // and no product reaches past n (nothing wraps, whatever n, the cap or the size).
         let _ = writeln!(
             w,
             "    if (pl_wg < pl.nwg) {{\n    \
              let pl_turns = pl.n / {turn}u + select(0u, 1u, pl.n % {turn}u != 0u);\n    \
-             let pl_chunk = (pl_turns / pl.nwg + select(0u, 1u, pl_turns % pl.nwg != 0u)) * {turn}u;\n    \
-             let pl_end = min(pl.n, (pl_wg + 1u) * pl_chunk);\n    \
-             for (var pl_c = pl_wg * pl_chunk + pl_lid; pl_c < pl_end; pl_c += {turn}u) {{\n    \
+             let pl_q = pl_turns / pl.nwg;\n    \
+             let pl_r = pl_turns % pl.nwg;\n    \
+             let pl_t0 = pl_wg * pl_q + min(pl_wg, pl_r);\n    \
+             let pl_t1 = pl_t0 + pl_q + select(0u, 1u, pl_wg < pl_r);\n    \
+             for (var pl_t = pl_t0; pl_t < pl_t1; pl_t++) {{\n    \
              for (var pl_u = 0u; pl_u < {u}u; pl_u++) {{\n    \
-             let pl_i = pl_c + pl_u * {wg}u;\n    \
-             if (pl_i < pl_end) {{\n        let pl_p = pl.base + pl_i;"
+             let pl_o = pl_lid + pl_u * {wg}u;\n    \
+             if (pl_o < pl.n - pl_t * {turn}u) {{\n        \
+             let pl_i = pl_t * {turn}u + pl_o;\n        let pl_p = pl.base + pl_i;"
         );
     } else {
         let _ = writeln!(

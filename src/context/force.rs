@@ -186,12 +186,14 @@ impl Context {
     ) -> (Explain, Result<()>) {
         let env = fuse::FuseEnv {
             fusion: self.0.config.fusion,
+            // Checking mode binds its record buffer in every group.
             max_storage: self
                 .0
                 .engine
                 .gpu
                 .limits
-                .max_storage_buffers_per_shader_stage as usize,
+                .max_storage_buffers_per_shader_stage as usize
+                - usize::from(self.0.config.check),
             pending_reads,
         };
         let (groups, explain): (Vec<Group>, Explain) = {

@@ -130,7 +130,8 @@ impl Context {
                 args.iter()
                     .any(|a| matches!(a.via, Via::Global) && a.access.is_reduction()),
             );
-        let need = ids.len() + extra;
+        // Checking mode binds its record buffer too.
+        let need = ids.len() + extra + usize::from(self.0.config.check);
         let limit = self
             .0
             .engine
@@ -142,8 +143,13 @@ impl Context {
                 site,
                 None,
                 format!(
-                    "{site}: needs {need} storage buffers (Dats, Globals, Maps and plan arrays), the adapter \
-                 allows {limit} per shader stage: split the loop"
+                    "{site}: needs {need} storage buffers (Dats, Globals, Maps and plan arrays{}), the adapter \
+                 allows {limit} per shader stage: split the loop",
+                    if self.0.config.check {
+                        ", checking mode's records"
+                    } else {
+                        ""
+                    }
                 ),
             ));
         }

@@ -59,7 +59,8 @@ pub struct SolveOptions {
     /// ranks one synchronisation of every rank per iteration instead of two. It keeps A p and
     /// each element's copy of the step length beside p and, in exact arithmetic,
     /// takes the same iterations; in floating point its rounding differs from the standard
-    /// recurrence's (within 2 iterations on the systems tested).
+    /// recurrence's: the same iterations in f64 on the systems tested, within 2 in f32 (and
+    /// 4% fewer at 10^5 unknowns with rtol 1e-8, which f32 cannot reach).
     pub single_reduction: bool,
 }
 

@@ -248,6 +248,16 @@ fn worker<T: Real>(ctx: &Context, out: std::path::PathBuf) {
         s.halo_exchanges,
         s.global_reductions
     );
+    if matches!(pc, Pc::JacobiSingle) {
+        // One synchronisation of the ranks per iteration (and a few to start and end).
+        assert!(
+            s.global_reductions as usize <= report.iterations + 5,
+            "rank {}: {} global reductions for {} iterations",
+            ctx.rank(),
+            s.global_reductions,
+            report.iterations
+        );
+    }
     assert!(
         s.halo_exchanges as usize >= report.iterations,
         "rank {}: {} halo exchanges for {} iterations",
