@@ -221,6 +221,13 @@ pub struct Params {
 }
 
 impl GroupIr {
+    /// Whether a flat schedule's workgroups each take a share of the positions rather than
+    /// one per invocation ([`super::flat_main`]): the group reduces into Globals. The runtime
+    /// caps such a group's workgroups (`strategy::dispatches`).
+    pub fn strided(&self) -> bool {
+        !self.reductions.is_empty()
+    }
+
     pub(super) fn var(&self, b: usize) -> String {
         let prefix = match self.bindings[b].kind {
             BindingKind::Dat { .. } => "pl_d",

@@ -183,7 +183,7 @@ pub const STRIDE_UNROLL: u32 = 4;
 /// last row) take none.
 pub(crate) fn flat_main(g: &GroupIr, w: &mut String, permutation: Option<usize>) {
     let wg = g.workgroup_size;
-    let strided = !g.reductions.is_empty();
+    let strided = g.strided();
     if strided {
         let (turn, u) = (wg * STRIDE_UNROLL, STRIDE_UNROLL);
         // Workgroup pl_wg takes turns [pl_t0, pl_t1): the turns split as evenly as they go,

@@ -46,15 +46,12 @@ pub fn finalize_wgsl(reductions: &[ReductionIr]) -> String {
             .position(|&b| b == red.binding)
             .expect("listed");
         // Partial slot i's word: its bits, or two words for f64 (joined through a u64).
-        let at = format!("{off}u * pl.n + pl_s * {}u + pl_d", red.dim);
+        let i = format!("pl_s * {}u + pl_d", red.dim);
         let load = if red.dtype == DType::F64 {
-            format!(
-                "bitcast<f64>(u64(pl_scratch[{off}u * pl.n + 2u * (pl_s * {d}u + pl_d)]) | \
-                 (u64(pl_scratch[{off}u * pl.n + 2u * (pl_s * {d}u + pl_d) + 1u]) << 32u))",
-                d = red.dim
-            )
+            let w = format!("{off}u * pl.n + 2u * ({i})");
+            format!("bitcast<f64>(u64(pl_scratch[{w}]) | (u64(pl_scratch[{w} + 1u]) << 32u))")
         } else {
-            format!("bitcast<{t}>(pl_scratch[{at}])")
+            format!("bitcast<{t}>(pl_scratch[{off}u * pl.n + {i}])")
         };
         let tree = format!("pl_red_{t}");
         let _ = write!(
