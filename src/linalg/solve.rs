@@ -85,7 +85,8 @@ pub struct SolveReport {
     /// residual is far above rtol).
     pub converged: bool,
     /// The iteration whose updated residual first fell below rtol, exactly (x is that
-    /// iterate: the iterations after it, until the check that saw it, change nothing), or
+    /// iterate: the iterations after it, until the check that saw it, change nothing, though
+    /// they still run: up to `check_every - 1` of them count in [`crate::Context::stats`]), or
     /// `max_iterations`.
     pub iterations: usize,
     /// (iteration, ||r|| / ||b||) at each check of the updated residual, the first at
