@@ -36,8 +36,10 @@ impl HostArgs<'_> {
 pub type HostFn = Rc<dyn Fn(&mut HostArgs)>;
 
 pub(crate) struct KernelInner {
-    /// Process-unique: caches key on it (an address can be reused once a kernel is dropped).
-    pub id: u64,
+    /// Equal for kernels of equal name and source (128 bits of two hashes), whatever their
+    /// ids: fusion's cache keys on it, so a kernel made again at every step (as the solvers
+    /// and many programs do) finds the grouping of the step before.
+    pub content: u128,
     pub name: String,
     pub wgsl: Option<String>,
     pub host: Option<HostFn>,
@@ -96,8 +98,17 @@ impl Kernel {
             .as_deref()
             .map(|src| identifiers(src).map(str::to_string).collect())
             .unwrap_or_default();
+        let content = {
+            use std::hash::{Hash, Hasher};
+            let half = |salt: u8| {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                (salt, &name, &wgsl).hash(&mut h);
+                h.finish() as u128
+            };
+            half(0) << 64 | half(1)
+        };
         Kernel(Rc::new(KernelInner {
-            id: crate::data::next_id(),
+            content,
             name,
             wgsl,
             host,

@@ -200,7 +200,15 @@ impl Context {
             let _s = self.0.engine.profiler.span("fusion", Track::Host, || {
                 format!("fusion of {} loops", loops.len())
             });
-            fuse::groups(loops, &env, &mut self.0.sched.fuse_cache.borrow_mut())
+            let mut partitioned = 0;
+            let g = fuse::groups(
+                loops,
+                &env,
+                &mut self.0.sched.fuse_cache.borrow_mut(),
+                &mut partitioned,
+            );
+            self.0.engine.rt.borrow_mut().stats.groupings += partitioned;
+            g
         };
         (
             explain,

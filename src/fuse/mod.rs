@@ -72,11 +72,13 @@ pub(crate) struct Cached {
     explain: Explain,
 }
 
-/// Groups the loops of a force (in program order), and what `explain()` says of them.
+/// Groups the loops of a force (in program order), and what `explain()` says of them;
+/// `partitioned` counts a grouping computed (not found in `cache`).
 pub(crate) fn groups(
     loops: &[Rc<LoopRecord>],
     env: &FuseEnv,
     cache: &mut HashMap<String, Cached>,
+    partitioned: &mut u64,
 ) -> (Vec<Group>, Explain) {
     if loops.is_empty() {
         return (Vec::new(), Explain::default());
@@ -95,6 +97,7 @@ pub(crate) fn groups(
     let cached = match cache.get(&sig) {
         Some(c) => c.clone(),
         None => {
+            *partitioned += 1;
             let c = partition(loops, env, &data_ids);
             if cache.len() >= 256 {
                 cache.clear();
@@ -131,7 +134,8 @@ fn signature(loops: &[Rc<LoopRecord>], env: &FuseEnv) -> (String, Vec<u64>) {
     let mut values: Vec<(&str, Vec<&crate::data::ConstValue>)> = Vec::new();
     let mut s = String::new();
     for lp in loops {
-        let _ = write!(s, "k{}|{:?}|", lp.kernel.0.id, lp.space.key());
+        // By content: a kernel made again with the same source is the same kernel here.
+        let _ = write!(s, "k{:x}|{:?}|", lp.kernel.0.content, lp.space.key());
         for (name, v) in &lp.consts {
             let slot = match values.iter().position(|(n, _)| n == name) {
                 Some(i) => i,

@@ -192,6 +192,9 @@ pub struct Stats {
     pub pipelines_compiled: u64,
     /// Execution plans built (a cache miss).
     pub plans_built: u64,
+    /// Forces whose loops fusion partitioned into groups (a miss of its cache: a force of the
+    /// same loops, kernels, spaces and accesses as an earlier one reuses that grouping).
+    pub groupings: u64,
     /// Microseconds spent building plans.
     pub plan_build_us: u64,
     /// Dats and Globals read back to the host.

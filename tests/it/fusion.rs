@@ -288,6 +288,44 @@ fn temporaries_inside_one_group_get_no_buffer() {
     assert_eq!(plain.data_bytes - fused.data_bytes, 4096 * 4, "t's buffer");
 }
 
+/// A kernel made again at every step (as solvers and many programs do) is the same kernel to
+/// fusion: the steps after the first reuse the first step's grouping. A kernel of the same
+/// name with another source is another kernel: it gets its own grouping and its own result.
+#[test]
+fn kernels_made_again_reuse_the_grouping() {
+    let ctx = ctx();
+    let n = 1000;
+    let s = Set::new("s", n);
+    let x = ctx.dat("x", &s, 1, &vec![1.0f32; n]).unwrap();
+    let y = ctx.dat_zeros::<f32>("y", &s, 1).unwrap();
+    let body = |f: &str| {
+        format!(
+            "fn step(x: ptr<function, array<f32, 1>>, y: ptr<function, array<f32, 1>>) {{ (*y)[0] = (*y)[0] + {f} * (*x)[0]; }}"
+        )
+    };
+    let twice = |src: &str| {
+        // A fresh Kernel for each par_loop: two loops in one group, every step.
+        for _ in 0..2 {
+            let k = Kernel::new("step", src.to_string());
+            ctx.par_loop(&k, &s, &[x.read(), y.rw()]).unwrap();
+        }
+        y.data_ro().unwrap()[n - 1]
+    };
+    let before = ctx.stats();
+    let mut model = 0.0f32;
+    for _ in 0..5 {
+        model += 2.0;
+        assert_eq!(twice(&body("1.0")), model);
+    }
+    let after = ctx.stats();
+    assert_eq!(after.groupings - before.groupings, 1, "one grouping for 5 equal steps");
+    assert_eq!(after.dispatches - before.dispatches, 5, "the two loops of a step fused");
+    // Same name, other source: a new grouping, and its own arithmetic.
+    model += 6.0;
+    assert_eq!(twice(&body("3.0")), model);
+    assert_eq!(ctx.stats().groupings - after.groupings, 1);
+}
+
 /// Cuts are explained: which Dat, which access.
 #[test]
 fn explain_names_the_cuts() {

@@ -82,6 +82,10 @@ mod cli {
             /// 30 tiny, 316 small, 1000 full).
             #[arg(long)]
             solver_n: Option<usize>,
+            /// Only these types in the CG section (comma-separated: f32, f64; default: both,
+            /// f64 where the adapter has it).
+            #[arg(long, value_delimiter = ',', value_parser = ["f32", "f64"])]
+            solver_types: Vec<String>,
         },
         /// Convert a Gmsh mesh (`.msh`) or OP2's Airfoil grid (`new_grid.dat`) into a parloop
         /// mesh file (HDF5), which every rank of a distributed run reads only its blocks of.
@@ -160,8 +164,9 @@ mod cli {
                 strategies,
                 sections,
                 solver_n,
+                solver_types,
             } => crate::bench::run(
-                crate::bench::Sizes::named(&size, iterations, solver_n),
+                crate::bench::Sizes::named(&size, iterations, solver_n).solver_types(solver_types),
                 &strategies,
                 &sections,
             ),

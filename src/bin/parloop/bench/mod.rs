@@ -78,7 +78,7 @@ pub fn run(sizes: Sizes, only: &[String], sections: &[String]) -> Res<String> {
         r,
         "adapter: {} ({:?}, {:?}, driver {} {}); f32 atomics: {}; f64: {}; GPU timestamps: {}  \n\
          size: {}; date: {date}; command: `parloop bench --size {} --iterations {} \
-         --solver-n {}{}`\n",
+         --solver-n {}{}{}`\n",
         gpu.info.name,
         gpu.info.backend,
         gpu.info.device_type,
@@ -95,6 +95,11 @@ pub fn run(sizes: Sizes, only: &[String], sections: &[String]) -> Res<String> {
             String::new()
         } else {
             format!(" --sections {}", sections.join(","))
+        },
+        if sizes.solver_types.is_empty() {
+            String::new()
+        } else {
+            format!(" --solver-types {}", sizes.solver_types.join(","))
         }
     );
     let rates = copy::measure(&ctx, sizes.copy_bytes);
@@ -159,7 +164,7 @@ pub fn run(sizes: Sizes, only: &[String], sections: &[String]) -> Res<String> {
         emit(&mut r);
     }
     if want("solver") {
-        solver::solver(&mut r, sizes.solver_n, copy)?;
+        solver::solver(&mut r, sizes.solver_n, &sizes.solver_types, copy)?;
     }
     Ok(r)
 }

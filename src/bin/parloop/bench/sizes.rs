@@ -17,6 +17,8 @@ pub struct Sizes {
     pub(super) solver_n: usize,
     /// Element counts of the vector section.
     pub(super) vector_ns: Vec<usize>,
+    /// The CG section's types (empty: f32 and, where the adapter has it, f64).
+    pub(super) solver_types: Vec<String>,
 }
 
 impl Sizes {
@@ -34,6 +36,7 @@ impl Sizes {
                 iterations: 5,
                 solver_n: 30,
                 vector_ns: vec![10_000, 100_000],
+                solver_types: Vec::new(),
             },
             "small" => Sizes {
                 name: name.into(),
@@ -46,6 +49,7 @@ impl Sizes {
                 iterations: 20,
                 solver_n: 316,
                 vector_ns: vec![1_000_000, 10_000_000],
+                solver_types: Vec::new(),
             },
             _ => Sizes {
                 name: "full".into(),
@@ -58,12 +62,21 @@ impl Sizes {
                 iterations: 1000,
                 solver_n: 1000,
                 vector_ns: vec![1_000_000, 10_000_000],
+                solver_types: Vec::new(),
             },
         };
         Sizes {
             iterations: iterations.unwrap_or(s.iterations).max(1),
             solver_n: solver_n.unwrap_or(s.solver_n).max(1),
             ..s
+        }
+    }
+
+    /// Only these types in the CG section (empty: every type).
+    pub fn solver_types(self, types: Vec<String>) -> Sizes {
+        Sizes {
+            solver_types: types,
+            ..self
         }
     }
 }

@@ -19,8 +19,9 @@ fn repeats(unknowns: usize) -> usize {
     if unknowns > 2_000_000 { 1 } else { 3 }
 }
 
-/// The section, on the unit square of `n` squares per side ((n + 1)^2 unknowns).
-pub fn solver(r: &mut String, n: usize, copy: f64) -> Res<()> {
+/// The section, on the unit square of `n` squares per side ((n + 1)^2 unknowns), in the
+/// `types` named (empty: f32 and, where the adapter has it, f64).
+pub fn solver(r: &mut String, n: usize, types: &[String], copy: f64) -> Res<()> {
     let _ = writeln!(
         r,
         "## Sparse matrices and CG\n\nThe P1 Laplacian of the unit square, {} unknowns, u = 0 on \
@@ -33,10 +34,13 @@ pub fn solver(r: &mut String, n: usize, copy: f64) -> Res<()> {
          |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         (n + 1) * (n + 1)
     );
+    let want = |t: &str| types.is_empty() || types.iter().any(|x| x == t);
     let f64 = context(base()?)?.gpu().f64();
     let mut recs = String::new();
-    row::<f32>(r, n, copy, &mut recs)?;
-    if f64 {
+    if want("f32") {
+        row::<f32>(r, n, copy, &mut recs)?;
+    }
+    if f64 && want("f64") {
         row::<f64>(r, n, copy, &mut recs)?;
     }
     let _ = writeln!(
