@@ -15,22 +15,25 @@ impl Context {
         readback: &[Rc<DataInner>],
         why: &str,
     ) -> Result<()> {
-        block(self.force_async(reads, writes, readback, why))
+        block(self.force_async(reads, writes, readback, why, false))
     }
 
+    /// [`Context::force`] without blocking; `defer`: only starts reading `readback` back where
+    /// the force is one submission of loops (a prefetch; elsewhere it is read back at once).
     pub(crate) async fn force_async(
         &self,
         reads: &AccessSet,
         writes: &AccessSet,
         readback: &[Rc<DataInner>],
         why: &str,
+        defer: bool,
     ) -> Result<()> {
         let selected = {
             let mut t = self.0.sched.trace.borrow_mut();
             t.prune_dead(self.ranks() > 1);
             t.evaluate(reads, writes)
         };
-        self.run(selected, readback, why).await
+        self.run(selected, readback, why, defer).await
     }
 
     pub(super) async fn run(
@@ -38,6 +41,7 @@ impl Context {
         selected: Vec<(Rc<Computation>, Reason)>,
         readback: &[Rc<DataInner>],
         why: &str,
+        defer: bool,
     ) -> Result<()> {
         if !selected.is_empty() {
             for (c, r) in &selected {
@@ -118,8 +122,17 @@ impl Context {
                 format!("force ({why}): {} computations", computations.len())
             })
         });
+        // A readback still in flight of data this force writes again would be stale.
+        let written: BTreeSet<u64> = computations
+            .iter()
+            .flat_map(|c| c.writes().ids().collect::<Vec<_>>())
+            .collect();
+        runtime::readback::cancel_written(&self.0.engine, |id| written.contains(&id));
         let (explain, result) = match loops {
-            Some(loops) => self.run_groups(&loops, readback, still_pending).await,
+            Some(loops) => {
+                self.run_groups(&loops, readback, still_pending, defer)
+                    .await
+            }
             None => {
                 self.run_rounds(&computations, readback, still_pending)
                     .await
@@ -177,12 +190,14 @@ impl Context {
     }
 
     /// Fuses `loops` into groups and runs them (submitted in one region per run of device
-    /// groups), then reads back `readback`. Returns the grouping's explanation.
+    /// groups), then reads back `readback` (`defer`: only starts to). Returns the grouping's
+    /// explanation.
     pub(super) async fn run_groups(
         &self,
         loops: &[Rc<LoopRecord>],
         readback: &[Rc<DataInner>],
         pending_reads: BTreeSet<u64>,
+        defer: bool,
     ) -> (Explain, Result<()>) {
         let env = fuse::FuseEnv {
             fusion: self.0.config.fusion,
@@ -212,7 +227,7 @@ impl Context {
         };
         (
             explain,
-            runtime::exec::run(&self.0.engine, &groups, readback).await,
+            runtime::exec::run(&self.0.engine, &groups, readback, defer).await,
         )
     }
 }

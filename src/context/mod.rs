@@ -97,9 +97,26 @@ impl crate::data::Owner for Inner {
             let none = AccessSet::new();
             let ctx = Context(self);
             match intent {
-                Intent::Read => ctx.force_async(&all, &none, &[d], "data_ro()").await,
-                Intent::ReadWrite => ctx.force_async(&all, &all, &[d], "data()").await,
-                Intent::Write => ctx.force_async(&none, &all, &[], "host write").await,
+                // The host replaces the values: a prefetch of them is moot.
+                Intent::Write => {
+                    runtime::readback::cancel_written(&ctx.0.engine, |id| id == d.id);
+                }
+                // A prefetch of `d` still in flight is the value to start from. Should
+                // finishing it fail, `d` is still current on the device only and the force
+                // below reads it back again, reporting what that gives (on N ranks inside the
+                // force, whose outcome every rank shares).
+                Intent::Read | Intent::ReadWrite => {
+                    if let Err(e) = runtime::readback::complete(&ctx.0.engine, d.id).await {
+                        log::debug!("a prefetch of `{}` failed ({e}): read back again", d.name);
+                    }
+                }
+                Intent::Prefetch => {}
+            }
+            match intent {
+                Intent::Read => ctx.force_async(&all, &none, &[d], "data_ro()", false).await,
+                Intent::ReadWrite => ctx.force_async(&all, &all, &[d], "data()", false).await,
+                Intent::Write => ctx.force_async(&none, &all, &[], "host write", false).await,
+                Intent::Prefetch => ctx.force_async(&all, &none, &[d], "prefetch", true).await,
             }
         })
     }
@@ -492,7 +509,7 @@ impl Context {
     fn run_due(&self) -> Result<()> {
         if !self.0.config.lazy {
             let all = self.0.sched.trace.borrow_mut().take_all();
-            return block(self.run(all, &[], "eager"));
+            return block(self.run(all, &[], "eager", false));
         }
         // On N ranks only what every rank records counts (a rank's own loops do not), so
         // every rank forces at the same loop.
@@ -508,7 +525,7 @@ impl Context {
                 .trace
                 .borrow_mut()
                 .take_prefix(len - bound / 2, collective);
-            block(self.run(oldest, &[], "trace bound"))?;
+            block(self.run(oldest, &[], "trace bound", false))?;
         }
         // A rank's own loops, uncounted above, are bounded on their own (run here alone).
         let own = {
@@ -517,7 +534,7 @@ impl Context {
         };
         if own > bound {
             let local = self.0.sched.trace.borrow_mut().take_local();
-            block(self.run(local, &[], "trace bound (this rank's loops)"))?;
+            block(self.run(local, &[], "trace bound (this rank's loops)", false))?;
         }
         Ok(())
     }
@@ -525,11 +542,11 @@ impl Context {
     /// Runs everything pending.
     pub fn flush(&self) -> Result<()> {
         let all = self.0.sched.trace.borrow_mut().take_all();
-        block(self.run(all, &[], "flush"))
+        block(self.run(all, &[], "flush", false))
     }
     /// Runs everything pending, without blocking (the browser's [`Context::flush`]).
     pub async fn flush_async(&self) -> Result<()> {
         let all = self.0.sched.trace.borrow_mut().take_all();
-        self.run(all, &[], "flush").await
+        self.run(all, &[], "flush", false).await
     }
 }

@@ -140,14 +140,14 @@ impl Context {
             if failed.is_none() {
                 let r1;
                 (e1, r1) = self
-                    .run_groups(&device_loops(&pack), &packed, later(false))
+                    .run_groups(&device_loops(&pack), &packed, later(false), false)
                     .await;
                 note(r1, &mut failed);
             }
             if failed.is_none() {
                 let r2;
                 (e2, r2) = self
-                    .run_groups(&device_loops(&core), &[], later(true))
+                    .run_groups(&device_loops(&core), &[], later(true), false)
                     .await;
                 note(r2, &mut failed);
             }
@@ -198,7 +198,7 @@ impl Context {
         }
         match failed {
             Some(e) => Err(e),
-            None => runtime::exec::run(&self.0.engine, &[], readback).await,
+            None => runtime::exec::run(&self.0.engine, &[], readback, false).await,
         }
     }
 
@@ -287,7 +287,8 @@ impl Context {
                 let read = if failed {
                     Ok(())
                 } else {
-                    runtime::exec::run(&self.0.engine, &[], std::slice::from_ref(local)).await
+                    runtime::exec::run(&self.0.engine, &[], std::slice::from_ref(local), false)
+                        .await
                 };
                 // After an error on this rank, its share is the identity (the force fails on
                 // every rank, but the Global stays the same everywhere).
@@ -321,7 +322,8 @@ impl Context {
                 if *access == Access::Inc {
                     // The rank's partial (MIN/MAX reduce the user's Global in place: it stays).
                     local.state.dropped();
-                    runtime::exec::run(&self.0.engine, &[], std::slice::from_ref(global)).await?;
+                    runtime::exec::run(&self.0.engine, &[], std::slice::from_ref(global), false)
+                        .await?;
                     global.ensure_host_zeros();
                     ReduceOp::Sum.combine_words(global.dtype, &mut words, &global.host.borrow());
                 }

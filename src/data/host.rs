@@ -19,6 +19,9 @@ pub(crate) enum Intent {
     ReadWrite,
     /// A host write: the pending readers and writers run, nothing is read back.
     Write,
+    /// A prefetch: the pending writers run and the readback starts; a later read waits
+    /// for it alone.
+    Prefetch,
 }
 
 /// What data needs from the Context that made it; the context implements it (`data` never
@@ -62,6 +65,12 @@ impl DataInner {
         owner_of(self)?.force(self.clone(), intent).await?;
         self.ensure_host_zeros();
         Ok(())
+    }
+
+    /// Runs what reading this data needs and starts reading it back, without waiting: the
+    /// next read waits only for that submission, not for work recorded and run meanwhile.
+    pub(crate) async fn prefetch(self: &Rc<Self>) -> Result<()> {
+        owner_of(self)?.force(self.clone(), Intent::Prefetch).await
     }
 
     /// Runs pending readers and writers, then replaces the host copy.
@@ -189,6 +198,19 @@ impl<T: Scalar> Dat<T> {
     pub async fn data_ro_async(&self) -> Result<Ref<'_, [T]>> {
         self.inner.sync_host(false).await?;
         self.inner.read_guard()
+    }
+    /// Runs the pending loops that write this Dat and starts reading it back without waiting
+    /// for the device, as [`Global::prefetch`] does: a later [`Dat::data_ro`] gives these
+    /// values and waits only for that submission (output every so many steps, the next steps
+    /// recorded while the device works). A loop that writes the Dat, recorded before the read,
+    /// makes the read run it and read the Dat again; a host write drops the prefetch.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn prefetch(&self) -> Result<()> {
+        pollster::block_on(self.inner.prefetch())
+    }
+    /// [`Dat::prefetch`] without blocking (what the browser needs).
+    pub async fn prefetch_async(&self) -> Result<()> {
+        self.inner.prefetch().await
     }
     /// Current values for reading and writing: also runs pending loops that read this Dat;
     /// later loops see what the host changes.
@@ -338,6 +360,39 @@ impl<T: Scalar> Global<T> {
     pub async fn value_async(&self) -> Result<Vec<T>> {
         self.inner.sync_host(false).await?;
         self.inner.values()
+    }
+    /// Runs the pending loops that reduce into this Global and starts reading it back,
+    /// without waiting for the device: a later [`Global::value`] waits only for that
+    /// submission, not for loops recorded and run meanwhile. A program that looks at a value
+    /// every so many steps (a residual, a convergence test) prefetches it and records the
+    /// next steps first, so the host records while the device computes. A loop that reduces
+    /// into the Global again, recorded before the read, makes the read run it and read the
+    /// Global again; a host write drops the prefetch. On N ranks the reduction over the ranks
+    /// makes the value current at once.
+    ///
+    /// ```
+    /// use parloop::{Context, Kernel, Set};
+    /// # fn main() -> parloop::Result<()> {
+    /// let ctx = Context::new()?;
+    /// let s = Set::new("s", 3);
+    /// let a = ctx.dat("a", &s, 1, &[1i32, 2, 3])?;
+    /// let sum = ctx.global("sum", &[0i32])?;
+    /// let k = Kernel::new("add", "fn add(a: ptr<function, array<i32, 1>>, t: ptr<function, array<i32, 1>>) { (*t)[0] = (*a)[0]; }");
+    /// ctx.par_loop(&k, &s, &[a.read(), sum.inc()])?;
+    /// sum.prefetch()?; // submitted, not waited for
+    /// let twice = Kernel::new("twice", "fn twice(a: ptr<function, array<i32, 1>>) { (*a)[0] *= 2; }");
+    /// ctx.par_loop(&twice, &s, &[a.rw()])?; // recorded meanwhile
+    /// assert_eq!(sum.value()?, [6]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn prefetch(&self) -> Result<()> {
+        pollster::block_on(self.inner.prefetch())
+    }
+    /// [`Global::prefetch`] without blocking (what the browser needs).
+    pub async fn prefetch_async(&self) -> Result<()> {
+        self.inner.prefetch().await
     }
     /// Sets the value from the host (after pending loops that use it).
     pub fn set(&self, values: &[T]) -> Result<()> {

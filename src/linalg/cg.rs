@@ -84,6 +84,7 @@ pub async fn cg_async<T: Real>(
         Ok(f) => f,
         Err(done) => return Ok(done),
     };
+    f.overlap_checks();
     let (t, set, d) = (T::DTYPE, b.set(), b.dim());
     let src = kernels(t, d);
     let k = |n: &str| Kernel::new(format!("pl_cg_{n}_{t}_{d}"), src.clone());

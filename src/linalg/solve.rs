@@ -62,6 +62,16 @@ pub struct SolveOptions {
     /// recurrence's: the same iterations in f64 on the systems tested, within 2 in f32 (and
     /// 4% fewer at 10^5 unknowns with rtol 1e-8, which f32 cannot reach).
     pub single_reduction: bool,
+    /// CG only: read each check's residual while the next `check_every` iterations are
+    /// recorded and run, and judge it at the check after (the host records and encodes while
+    /// the device computes, instead of each waiting for the other). The iterations after
+    /// convergence change nothing, so x and the report's iteration are the same as without;
+    /// up to `2 check_every - 1` iterations after it still run. Off: each check waits for
+    /// its own readback. Not on a distributed set: there each check's reduction over the
+    /// ranks is read at once. None (the default): on for a hardware GPU, off for an adapter that runs shaders on the
+    /// CPU ([`crate::Gpu::software`]), where the host's recording takes cores from the device
+    /// and overlapping measured a few percent slower.
+    pub overlap_checks: Option<bool>,
 }
 
 impl Default for SolveOptions {
@@ -73,6 +83,7 @@ impl Default for SolveOptions {
             allow_unconverged: false,
             restart: 30,
             single_reduction: false,
+            overlap_checks: None,
         }
     }
 }
@@ -86,7 +97,8 @@ pub struct SolveReport {
     pub converged: bool,
     /// The iteration whose updated residual first fell below rtol, exactly (x is that
     /// iterate: the iterations after it, until the check that saw it, change nothing, though
-    /// they still run: up to `check_every - 1` of them count in [`crate::Context::stats`]), or
+    /// they still run: up to `check_every - 1` of them, or `2 check_every - 1` with
+    /// `SolveOptions::overlap_checks`, count in [`crate::Context::stats`]), or
     /// `max_iterations`.
     pub iterations: usize,
     /// (iteration, ||r|| / ||b||) at each check of the updated residual, the first at
@@ -112,6 +124,10 @@ pub(super) struct Frame<'a, T: Real> {
     /// The squared norms of the updated residual after each iteration since the last check
     /// (Globals on the device; read only at a check).
     kept: Vec<(usize, Rc<Global<T>>, usize)>,
+    /// Checks overlap the next iterations ([`Frame::overlap_checks`]).
+    overlap: bool,
+    /// The last check's kept norms, read back while the iterations after it run.
+    pending: Option<Vec<(usize, Rc<Global<T>>, usize)>>,
     pub report: SolveReport,
 }
 
@@ -244,6 +260,8 @@ impl<'a, T: Real> Frame<'a, T> {
             first: f64::NAN,
             preconditioned: pc.is_some(),
             kept: Vec::new(),
+            overlap: false,
+            pending: None,
             report: SolveReport {
                 converged: false,
                 iterations: 0,
@@ -308,10 +326,22 @@ impl<'a, T: Real> Frame<'a, T> {
         it.is_multiple_of(self.opts.check_every) || it == self.opts.max_iterations
     }
 
+    /// This solve's checks overlap the iterations after them where
+    /// `SolveOptions::overlap_checks` asks, or by default on a hardware GPU (for solvers whose
+    /// kernels stop at convergence and read nothing else at a check). Not on N ranks: there
+    /// each check's reduction over the ranks is read at once, so nothing would overlap.
+    pub fn overlap_checks(&mut self) {
+        self.overlap = self.b.set().halo().is_none()
+            && self
+                .opts
+                .overlap_checks
+                .unwrap_or(!self.ctx.gpu().software());
+    }
+
     /// After iteration `it`, value `at` of `rr` the squared norm of its updated residual: on a
-    /// check, reads
-    /// it; true when below rtol, the report then holding the exact iteration that first was
-    /// (found among the kept norms since the last check). A residual that is not finite
+    /// check, reads it (or, overlapping, starts reading it and judges the previous check's);
+    /// true when below rtol, the report then holding the exact iteration that first was
+    /// (found among the kept norms of that check). A residual that is not finite
     /// (`breakdown` says what that means for this solver) or grew 1e10-fold is an error
     /// naming the iterations.
     pub async fn after(
@@ -327,10 +357,45 @@ impl<'a, T: Real> Frame<'a, T> {
             return Ok(false);
         }
         let kept = std::mem::take(&mut self.kept);
+        if self.overlap && it < self.opts.max_iterations {
+            // This check's norm is read back while the next iterations are recorded and
+            // run; the previous check's, read back meanwhile, is judged now.
+            let last = kept[kept.len() - 1].1.clone();
+            last.inner.prefetch().await?;
+            let Some(previous) = self.pending.replace(kept) else {
+                return Ok(false);
+            };
+            let converged = self.judge_kept(previous, breakdown).await?;
+            if converged {
+                // Waits for the prefetch (it is not left in flight).
+                last.value_async().await?;
+                self.pending = None;
+            } else {
+                self.report.iterations = it;
+            }
+            return Ok(converged);
+        }
+        if let Some(previous) = self.pending.take()
+            && self.judge_kept(previous, breakdown).await?
+        {
+            return Ok(true);
+        }
+        self.report.iterations = it;
+        self.judge_kept(kept, breakdown).await
+    }
+
+    /// Judges the norms kept up to a check (the last is the check's): true when it is below
+    /// rtol, `report.iterations` then the first iteration that was.
+    async fn judge_kept(
+        &mut self,
+        kept: Vec<(usize, Rc<Global<T>>, usize)>,
+        breakdown: &str,
+    ) -> Result<bool> {
         let value = |k: usize| {
             let (_, g, at) = &kept[k];
             async move { Ok::<T, Error>(g.value_async().await?[*at]) }
         };
+        let it = kept[kept.len() - 1].0;
         let last = value(kept.len() - 1).await?;
         let res = last.to_f64().sqrt() / self.b_norm;
         self.judge(it, res, breakdown)?;

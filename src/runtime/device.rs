@@ -29,6 +29,11 @@ pub struct Gpu {
 }
 
 impl Gpu {
+    /// Whether the adapter runs shaders on the CPU (lavapipe, llvmpipe, SwiftShader, WARP):
+    /// the host's work then competes with the device's for the same cores.
+    pub fn software(&self) -> bool {
+        is_software(&self.info)
+    }
     /// Whether increments of f32 can use native atomics (`SHADER_FLOAT32_ATOMIC`).
     pub fn float_atomics(&self) -> bool {
         self.features

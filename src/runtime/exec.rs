@@ -7,7 +7,7 @@ use super::Cmd;
 use super::cache::{bind_group, data_buffer};
 use super::check::{CHECK, Checks};
 use super::encode::{PARAMS_BYTES, SCRATCH, encode_group, lower_tuned};
-use super::readback::{read_staging, read_words};
+use super::readback::{self, read_staging, read_words};
 use super::timing;
 use super::{Engine, Gpu, State, host};
 use crate::codegen::Params;
@@ -19,15 +19,21 @@ use crate::profile::Track;
 use std::collections::HashSet;
 use std::rc::Rc;
 
-/// Runs `groups` in order and leaves `readback` valid on the host.
-pub(crate) async fn run(ctx: &Engine, groups: &[Group], readback: &[Rc<DataInner>]) -> Result<()> {
+/// Runs `groups` in order and leaves `readback` valid on the host; `defer`: only starts
+/// reading `readback` back (a prefetch: `readback::complete` waits for it when it is read).
+pub(crate) async fn run(
+    ctx: &Engine,
+    groups: &[Group],
+    readback: &[Rc<DataInner>],
+    defer: bool,
+) -> Result<()> {
     // Earlier submissions' timestamps first: the tuner decides from them.
     timing::collect(ctx, false);
     let mut i = 0;
     while i < groups.len() {
         if groups[i].host {
             let need = host_data(&groups[i]);
-            encode_submit_read(ctx, &[], &need).await?;
+            encode_submit_read(ctx, &[], &need, false).await?;
             let copied = {
                 let _s = ctx.profiler.span("host", Track::Host, || {
                     format!("host {}", timing::label(&groups[i]))
@@ -64,7 +70,7 @@ pub(crate) async fn run(ctx: &Engine, groups: &[Group], readback: &[Rc<DataInner
             // first group: the device starts idle.
             ctx.wait_done().await;
             for g in &groups[i..j] {
-                let out = encode_submit_read(ctx, std::slice::from_ref(g), &[]).await?;
+                let out = encode_submit_read(ctx, std::slice::from_ref(g), &[], false).await?;
                 if let Some(t0) = out.submitted.filter(|_| out.encoded) {
                     ctx.wait_done().await;
                     let ns = t0.elapsed().as_nanos() as f64;
@@ -77,13 +83,15 @@ pub(crate) async fn run(ctx: &Engine, groups: &[Group], readback: &[Rc<DataInner
                     }
                 }
             }
-            encode_submit_read(ctx, &[], &want).await?;
+            encode_submit_read(ctx, &[], &want, defer && j == groups.len()).await?;
         } else {
-            encode_submit_read(ctx, &groups[i..j], &want).await?;
+            encode_submit_read(ctx, &groups[i..j], &want, defer && j == groups.len()).await?;
         }
         i = j;
     }
-    encode_submit_read(ctx, &[], readback).await.map(|_| ())
+    encode_submit_read(ctx, &[], readback, defer)
+        .await
+        .map(|_| ())
 }
 
 /// What a submission of groups did.
@@ -165,13 +173,22 @@ async fn encode_submit_read(
     ctx: &Engine,
     groups: &[Group],
     want: &[Rc<DataInner>],
+    defer: bool,
 ) -> Result<Fetched> {
     timing::collect(ctx, false);
+    if !defer {
+        // What must be current on the host after this call: a prefetch in flight is it.
+        for d in want {
+            readback::complete(ctx, d.id).await?;
+        }
+    }
     let gpu = &ctx.gpu;
     // What needs a readback is known only after the groups are encoded (they mark what they
-    // write as current on the device).
-    let needs_readback = |d: &Rc<DataInner>| d.state.device_only() && d.len() > 0;
-    if groups.is_empty() && !want.iter().any(needs_readback) {
+    // write as current on the device); a readback already in flight is not started again.
+    let needs_readback = |st: &super::State, d: &Rc<DataInner>| {
+        d.state.device_only() && d.len() > 0 && !readback::inflight(st, d.id)
+    };
+    if groups.is_empty() && !want.iter().any(|d| needs_readback(&ctx.rt.borrow(), d)) {
         return Ok(Fetched::default());
     }
     let mut trials: Vec<Option<Trial>> = vec![None; groups.len()];
@@ -253,7 +270,8 @@ async fn encode_submit_read(
         st.stats.groups += groups.len() as u64;
         // Readbacks ride in the same submission.
         let mut staging = Vec::new();
-        for d in want.iter().filter(|d| needs_readback(d)) {
+        let read: Vec<&Rc<DataInner>> = want.iter().filter(|d| needs_readback(&st, d)).collect();
+        for d in read {
             if !st.data.contains_key(&d.id) {
                 continue;
             }
@@ -273,10 +291,10 @@ async fn encode_submit_read(
     let (staging, timing, check_out, encoded) = staging;
     drop(encoding);
     let submitted = Some(web_time::Instant::now());
-    {
+    let index = {
         let _s = ctx.profiler.span("submit", Track::Host, || "submit".into());
-        gpu.queue.submit([encoder.finish()]);
-    }
+        gpu.queue.submit([encoder.finish()])
+    };
     if ctx.profiler.trace {
         let bytes = ctx.rt.borrow().device_bytes();
         ctx.profiler.counter("device MB", bytes as f64 / 1e6);
@@ -293,7 +311,11 @@ async fn encode_submit_read(
             }
         )));
     }
-    read_staging(ctx, staging).await?;
+    if defer {
+        readback::defer_staging(ctx, staging, &index);
+    } else {
+        read_staging(ctx, staging).await?;
+    }
     if let (Some(timing), Some(at)) = (timing, submitted) {
         timing::start(ctx, groups, timing, &trials, at);
     }

@@ -11,7 +11,7 @@ pub mod device;
 mod encode;
 pub(crate) mod exec;
 mod host;
-mod readback;
+pub(crate) mod readback;
 pub(crate) mod timing;
 
 use crate::config::Config;
@@ -362,6 +362,8 @@ pub(crate) struct State {
     pub scratch: Option<Buf>,
     /// Checking mode's records.
     pub check: Option<Buf>,
+    /// Readbacks started and not waited for (prefetches).
+    pub inflight: Vec<readback::Inflight>,
     pub stats: Stats,
     next_buf: u64,
     /// Forces so far (the clock of the pipeline cache).
@@ -469,6 +471,15 @@ impl State {
     /// plans built from dropped Maps and Subsets, and forgets bind groups that used any of them.
     pub fn purge(&mut self) {
         self.tick += 1;
+        // Prefetches of dropped data: nobody can read them.
+        if self.inflight.iter().any(readback::Inflight::orphaned) {
+            let (gone, kept) = std::mem::take(&mut self.inflight)
+                .into_iter()
+                .partition(readback::Inflight::orphaned);
+            self.inflight = kept;
+            let gone: Vec<readback::Inflight> = gone;
+            gone.into_iter().for_each(readback::Inflight::cancel);
+        }
         let mut freed = take_dead(&mut self.data);
         freed.extend(take_dead(&mut self.maps));
         freed.extend(take_dead(&mut self.subsets));
@@ -530,6 +541,11 @@ impl State {
             + self.plans.values().map(|p| p.buffer.size).sum::<u64>()
             + self.pool.values().flatten().map(|b| b.size).sum::<u64>()
             + self.staging.values().flatten().map(|b| b.size).sum::<u64>()
+            + self
+                .inflight
+                .iter()
+                .map(readback::Inflight::bytes)
+                .sum::<u64>()
             + self
                 .params
                 .iter()

@@ -318,8 +318,16 @@ fn kernels_made_again_reuse_the_grouping() {
         assert_eq!(twice(&body("1.0")), model);
     }
     let after = ctx.stats();
-    assert_eq!(after.groupings - before.groupings, 1, "one grouping for 5 equal steps");
-    assert_eq!(after.dispatches - before.dispatches, 5, "the two loops of a step fused");
+    assert_eq!(
+        after.groupings - before.groupings,
+        1,
+        "one grouping for 5 equal steps"
+    );
+    assert_eq!(
+        after.dispatches - before.dispatches,
+        5,
+        "the two loops of a step fused"
+    );
     // Same name, other source: a new grouping, and its own arithmetic.
     model += 6.0;
     assert_eq!(twice(&body("3.0")), model);

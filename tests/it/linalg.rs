@@ -297,49 +297,65 @@ fn cg_equals_a_plain_rust_cg() {
         iterations += 1;
     }
     let diagonal = a.diagonal(&ctx).unwrap();
-    // The standard recurrences, then one reduction per iteration, without and with Jacobi.
+    // The standard recurrences, then one reduction per iteration, without and with Jacobi;
+    // each with its checks waited for, then overlapping the iterations after them.
     for (single, jacobi) in [(false, false), (true, false), (true, true)] {
-        let what = format!("single_reduction {single}, Jacobi {jacobi}");
-        let u = ctx.dat_zeros::<f32>("u", &vertices, 1).unwrap();
-        let opts = SolveOptions {
-            rtol: 1e-6,
-            max_iterations: 500,
-            check_every: 5,
-            single_reduction: single,
-            ..SolveOptions::default()
-        };
-        let pc = jacobi.then_some(&diagonal as &dyn parloop::linalg::Preconditioner<f32>);
-        let before = ctx.stats();
-        let report = cg(&ctx, &a, &b, &u, pc, &opts).unwrap();
-        let dispatches = (ctx.stats().dispatches - before.dispatches) as f64;
-        let got = u.data_ro().unwrap();
-        let scale = xr.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        let diff = got
-            .iter()
-            .zip(&xr)
-            .map(|(g, w)| (*g as f64 - w).abs())
-            .fold(0.0, f64::max);
-        assert!(
-            diff < 1e-4 * scale,
-            "{what}: CG differs from plain Rust by {diff} (scale {scale})"
-        );
-        let last = report.residuals.last().unwrap();
-        assert!(
-            last.1 <= 1e-6 && last.0 == report.iterations,
-            "{what}: {report:?}"
-        );
-        // f32 needs about the iterations f64 needs to reach 1e-6 (f64 went on to 1e-12).
-        assert!(
-            report.iterations <= iterations,
-            "{what}: {} vs {iterations}",
-            report.iterations
-        );
-        assert!(report.iterations >= 10, "{what}: {report:?}");
-        if single && jacobi {
+        let mut waited = None;
+        for overlap in [false, true] {
+            let what = format!("single_reduction {single}, Jacobi {jacobi}, overlap {overlap}");
+            let u = ctx.dat_zeros::<f32>("u", &vertices, 1).unwrap();
+            let opts = SolveOptions {
+                rtol: 1e-6,
+                max_iterations: 500,
+                check_every: 5,
+                single_reduction: single,
+                overlap_checks: Some(overlap),
+                ..SolveOptions::default()
+            };
+            let pc = jacobi.then_some(&diagonal as &dyn parloop::linalg::Preconditioner<f32>);
+            let before = ctx.stats();
+            let report = cg(&ctx, &a, &b, &u, pc, &opts).unwrap();
+            let dispatches = (ctx.stats().dispatches - before.dispatches) as f64;
+            let got = u.data_ro().unwrap().to_vec();
+            let scale = xr.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let diff = got
+                .iter()
+                .zip(&xr)
+                .map(|(g, w)| (*g as f64 - w).abs())
+                .fold(0.0, f64::max);
+            assert!(
+                diff < 1e-4 * scale,
+                "{what}: CG differs from plain Rust by {diff} (scale {scale})"
+            );
+            let last = report.residuals.last().unwrap();
+            assert!(
+                last.1 <= 1e-6 && last.0 == report.iterations,
+                "{what}: {report:?}"
+            );
+            // f32 needs about the iterations f64 needs to reach 1e-6 (f64 went on to 1e-12).
+            assert!(
+                report.iterations <= iterations,
+                "{what}: {} vs {iterations}",
+                report.iterations
+            );
+            assert!(report.iterations >= 10, "{what}: {report:?}");
             // Per iteration: the updates with z = r / diag(A), y = A x with the dot products,
-            // one finalize; the start, the residual checks and the true residual on top.
-            let per = dispatches / report.iterations as f64;
-            assert!(per <= 3.6, "{what}: {per} dispatches per iteration");
+            // one finalize; the start, the residual checks and the true residual on top (and,
+            // overlapping, up to 2 check_every - 1 iterations after convergence).
+            let run = report.iterations + if overlap { 2 * opts.check_every } else { 0 };
+            let per = dispatches / run as f64;
+            if single && jacobi {
+                assert!(per <= 3.6, "{what}: {per} dispatches per iteration");
+            }
+            // The iterations after convergence change nothing: the same x, bit for bit, and
+            // the same report.
+            match &waited {
+                None => waited = Some((report, got)),
+                Some((r, x)) => {
+                    assert_eq!(r, &report, "{what}");
+                    assert!(x == &got, "{what}: x differs from the waited-for solve's");
+                }
+            }
         }
     }
 }

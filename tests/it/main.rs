@@ -46,6 +46,7 @@ mod linalg_block;
 mod par_loop;
 mod partition;
 mod poisson;
+mod prefetch;
 mod profile;
 mod renumber;
 mod solve_report;

@@ -45,10 +45,12 @@ pub fn solver(r: &mut String, n: usize, types: &[String], copy: f64) -> Res<()> 
     }
     let _ = writeln!(
         r,
-        "\nThe same Jacobi-CG by the standard recurrences (two reductions per iteration) and \
-         with one reduction per iteration (`SolveOptions::single_reduction`), interleaved, \
-         {} solves each: ms per iteration as the median (range in brackets); per \
-         iteration the dispatches, submissions, readbacks and uploads.\n\n\
+        "\nThe same Jacobi-CG by the standard recurrences (two reductions per iteration), \
+         with one reduction per iteration (`SolveOptions::single_reduction`), and with each \
+         check waited for before the next iterations are recorded (`overlap_checks` off), \
+         interleaved, {} solves each: ms per iteration as the median (range in brackets); \
+         per iteration the dispatches, submissions, readbacks and uploads (iterations after \
+         convergence count in them).\n\n\
          | recurrence | ms/iteration | iterations | true residual | dispatches | \
          submissions | readbacks | uploads |\n|---|---:|---:|---:|---:|---:|---:|---:|\n{recs}",
         repeats((n + 1) * (n + 1))
@@ -175,7 +177,15 @@ fn row<T: Real>(r: &mut String, n: usize, copy: f64, recs: &mut String) -> Res<(
     recurrences(&ctx, &a, &b, &u, &diagonal, &opts, recs)
 }
 
-/// The row's system solved again by both recurrences, interleaved, [`repeats`] times each
+/// The rows of the comparison: label, `single_reduction`, `overlap_checks` (set either way,
+/// whatever the adapter's default).
+const VARIANTS: [(&str, bool, bool); 3] = [
+    ("standard", false, true),
+    ("single reduction", true, true),
+    ("standard, each check waited for", false, false),
+];
+
+/// The row's system solved again by each of [`VARIANTS`], interleaved, [`repeats`] times each
 /// (the rows of the second table, added to `recs`).
 fn recurrences<T: Real>(
     ctx: &Context,
@@ -187,30 +197,30 @@ fn recurrences<T: Real>(
     recs: &mut String,
 ) -> Res<()> {
     let err = |e: parloop::Error| e.to_string();
-    let mut ms = [Vec::new(), Vec::new()];
-    let mut rows = [String::new(), String::new()];
+    let mut ms = vec![Vec::new(); VARIANTS.len()];
+    let mut rows = vec![String::new(); VARIANTS.len()];
+    let options = |(_, single, overlap): (&str, bool, bool)| SolveOptions {
+        single_reduction: single,
+        overlap_checks: Some(overlap),
+        ..opts.clone()
+    };
     // Each recurrence once untimed: its pipelines compiled before the samples.
-    for single in [false, true] {
+    for v in VARIANTS {
         let opts = SolveOptions {
-            single_reduction: single,
             max_iterations: 1,
             allow_unconverged: true,
-            ..opts.clone()
+            ..options(v)
         };
         ctx.zero(u).map_err(err)?;
         cg(ctx, a, b, u, Some(diagonal), &opts).map_err(err)?;
     }
     for _ in 0..repeats(b.set().size()) {
-        for (k, single) in [false, true].into_iter().enumerate() {
-            let opts = SolveOptions {
-                single_reduction: single,
-                ..opts.clone()
-            };
+        for (k, v) in VARIANTS.into_iter().enumerate() {
             ctx.zero(u).map_err(err)?;
             ctx.flush().map_err(err)?;
             let before = ctx.stats();
             let t = Instant::now();
-            let rep = match cg(ctx, a, b, u, Some(diagonal), &opts) {
+            let rep = match cg(ctx, a, b, u, Some(diagonal), &options(v)) {
                 Ok(rep) => rep,
                 Err(e) => {
                     let e = e.to_string().replace('\n', " ").replace('|', "/");
@@ -233,7 +243,7 @@ fn recurrences<T: Real>(
             );
         }
     }
-    for (k, label) in ["standard", "single reduction"].into_iter().enumerate() {
+    for (k, (label, ..)) in VARIANTS.into_iter().enumerate() {
         let _ = writeln!(
             recs,
             "| {} {label} | {} | {}",
