@@ -65,11 +65,19 @@ pub(crate) struct FuseEnv {
     pub pending_reads: BTreeSet<u64>,
 }
 
-/// A cached grouping: loop indices per group and ephemeral data (as first-appearance indices).
+/// A cached grouping: loop indices per group and ephemeral data (as first-appearance indices),
+/// with what `explain()` said of it and what that depends on beyond the force's shape (the
+/// data's names, by first appearance), so a force of the same shape over other data is
+/// explained with its own names.
 #[derive(Clone)]
 pub(crate) struct Cached {
     groups: Vec<(Vec<usize>, Vec<usize>)>,
     explain: Explain,
+    names: Vec<String>,
+    /// The loop pairs cut apart (their reasons name data).
+    cuts: Vec<(usize, usize)>,
+    /// The explanation's first line (the partitioner's figures).
+    head: String,
 }
 
 /// Groups the loops of a force (in program order), and what `explain()` says of them;
@@ -93,9 +101,13 @@ pub(crate) fn groups(
         let lines: Vec<String> = groups.iter().map(|g| format!(": {}", g.names())).collect();
         return (groups, explain::groups_and_cuts(&head, &lines, &[]));
     }
-    let (sig, data_ids) = signature(loops, env);
+    let (sig, data_ids, names) = signature(loops, env);
     let cached = match cache.get(&sig) {
-        Some(c) => c.clone(),
+        Some(c) if c.names.iter().eq(names.iter()) => c.clone(),
+        Some(c) => Cached {
+            explain: c.explain_again(loops, &data_ids),
+            ..c.clone()
+        },
         None => {
             *partitioned += 1;
             let c = partition(loops, env, &data_ids);
@@ -120,12 +132,14 @@ pub(crate) fn groups(
 
 /// A key that is equal for forces of the same shape (same kernels, spaces and access pattern),
 /// whatever the ids of temporaries; and the data ids in first-appearance order.
-fn signature(loops: &[Rc<LoopRecord>], env: &FuseEnv) -> (String, Vec<u64>) {
+fn signature<'a>(loops: &'a [Rc<LoopRecord>], env: &FuseEnv) -> (String, Vec<u64>, Vec<&'a str>) {
     let mut ids: Vec<u64> = Vec::new();
-    let mut index = |id: u64| match ids.iter().position(|&x| x == id) {
+    let mut names: Vec<&str> = Vec::new();
+    let mut index = |id: u64, name: &'a str| match ids.iter().position(|&x| x == id) {
         Some(i) => i,
         None => {
             ids.push(id);
+            names.push(name);
             ids.len() - 1
         }
     };
@@ -159,7 +173,7 @@ fn signature(loops: &[Rc<LoopRecord>], env: &FuseEnv) -> (String, Vec<u64>) {
                 Via::Map(m, j) => format!("m{}.{j}", m.id()),
                 Via::MapAll(m) => format!("m{}", m.id()),
             };
-            let d = index(a.data.id);
+            let d = index(a.data.id, &a.data.name);
             let _ = write!(
                 s,
                 "{d}{}{}{via}{:?},",
@@ -174,7 +188,7 @@ fn signature(loops: &[Rc<LoopRecord>], env: &FuseEnv) -> (String, Vec<u64>) {
         }
         s.push(';');
     }
-    (s, ids)
+    (s, ids, names)
 }
 
 /// Why loop b cannot use loop a's results inside one group, if it cannot (a before b, with a
@@ -284,10 +298,53 @@ fn partition(loops: &[Rc<LoopRecord>], env: &FuseEnv, data_ids: &[u64]) -> Cache
             eph[group_of[users[0]]].push(di);
         }
     }
-    let explain = describe(loops, &groups, &eph, data_ids, &cuts, &group_of, &p);
+    let head = format!(
+        "{} loops in {} groups (partitioner: {}, lower bound {}{})",
+        loops.len(),
+        groups.len(),
+        p.algorithm,
+        p.lower_bound,
+        if p.optimal { ", optimal" } else { "" }
+    );
+    let explain = describe(loops, &groups, &eph, data_ids, &cuts, &group_of, &head);
+    let names = data_ids
+        .iter()
+        .map(|&id| name_of(loops, id).to_string())
+        .collect();
     Cached {
         groups: groups.into_iter().zip(eph).collect(),
         explain,
+        names,
+        cuts: cuts.iter().map(|&(i, j, _)| (i, j)).collect(),
+        head,
+    }
+}
+
+/// The name of data `id` among the loops' arguments.
+fn name_of(loops: &[Rc<LoopRecord>], id: u64) -> &str {
+    loops
+        .iter()
+        .flat_map(|l| l.args.iter())
+        .find(|a| a.data.id == id)
+        .map_or("", |a| a.data.name.as_str())
+}
+
+impl Cached {
+    /// The explanation of this grouping for `loops` (a force of the cached shape over data of
+    /// other names).
+    fn explain_again(&self, loops: &[Rc<LoopRecord>], data_ids: &[u64]) -> Explain {
+        let groups: Vec<Vec<usize>> = self.groups.iter().map(|(g, _)| g.clone()).collect();
+        let eph: Vec<Vec<usize>> = self.groups.iter().map(|(_, e)| e.clone()).collect();
+        let mut group_of = vec![0; loops.len()];
+        for (gi, g) in groups.iter().enumerate() {
+            g.iter().for_each(|&l| group_of[l] = gi);
+        }
+        let cuts: Vec<(usize, usize, String)> = self
+            .cuts
+            .iter()
+            .map(|&(i, j)| (i, j, barrier(&loops[i], &loops[j]).unwrap_or_default()))
+            .collect();
+        describe(loops, &groups, &eph, data_ids, &cuts, &group_of, &self.head)
     }
 }
 
@@ -401,23 +458,8 @@ fn describe(
     data_ids: &[u64],
     cuts: &[(usize, usize, String)],
     group_of: &[usize],
-    p: &graph::Partition,
+    head: &str,
 ) -> Explain {
-    let head = format!(
-        "{} loops in {} groups (partitioner: {}, lower bound {}{})",
-        loops.len(),
-        groups.len(),
-        p.algorithm,
-        p.lower_bound,
-        if p.optimal { ", optimal" } else { "" }
-    );
-    let name_of = |id: u64| {
-        loops
-            .iter()
-            .flat_map(|l| l.args.iter())
-            .find(|a| a.data.id == id)
-            .map_or_else(String::new, |a| a.data.name.clone())
-    };
     let lines: Vec<String> = groups
         .iter()
         .zip(eph)
@@ -435,7 +477,7 @@ fn describe(
             if !eph.is_empty() {
                 let names: Vec<String> = eph
                     .iter()
-                    .map(|&d| format!("`{}`", name_of(data_ids[d])))
+                    .map(|&d| format!("`{}`", name_of(loops, data_ids[d])))
                     .collect();
                 let _ = write!(
                     line,
@@ -455,5 +497,5 @@ fn describe(
         })
         .map(|(a, b, why)| (group_of[*a], group_of[*b], why.clone()))
         .collect();
-    explain::groups_and_cuts(&head, &lines, &between)
+    explain::groups_and_cuts(head, &lines, &between)
 }

@@ -334,6 +334,31 @@ fn kernels_made_again_reuse_the_grouping() {
     assert_eq!(ctx.stats().groupings - after.groupings, 1);
 }
 
+/// A force of the shape of an earlier one (its grouping cached) over other data: `explain()`
+/// names this force's data, not the earlier force's.
+#[test]
+fn explain_names_this_forces_data() {
+    let ctx = ctx();
+    let s = Set::new("s", 8);
+    let a = ctx.dat("a", &s, 1, &[1.0f32; 8]).unwrap();
+    let b = ctx.dat_zeros::<f32>("b", &s, 1).unwrap();
+    let before = ctx.stats();
+    for name in ["first_tmp", "second_tmp"] {
+        let t = ctx.dat_zeros::<f32>(name, &s, 1).unwrap();
+        ctx.copy(&a, &t).unwrap();
+        ctx.copy(&t, &b).unwrap();
+        drop(t);
+        assert_eq!(&*b.data_ro().unwrap(), &[1.0f32; 8][..]);
+        let explain = ctx.explain();
+        assert!(explain.contains(&format!("`{name}`")), "{explain}");
+    }
+    assert_eq!(
+        ctx.stats().groupings - before.groupings,
+        1,
+        "the second force hit the cache"
+    );
+}
+
 /// Cuts are explained: which Dat, which access.
 #[test]
 fn explain_names_the_cuts() {
