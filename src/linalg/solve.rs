@@ -66,11 +66,13 @@ pub struct SolveOptions {
     /// recorded and run, and judge it at the check after (the host records and encodes while
     /// the device computes, instead of each waiting for the other). The iterations after
     /// convergence change nothing, so x and the report's iteration are the same as without;
-    /// up to `2 check_every - 1` iterations after it still run. Off: each check waits for
-    /// its own readback. Not on a distributed set: there each check's reduction over the
-    /// ranks is read at once. None (the default): on for a hardware GPU, off for an adapter that runs shaders on the
-    /// CPU ([`crate::Gpu::software`]), where the host's recording takes cores from the device
-    /// and overlapping measured a few percent slower.
+    /// up to `2 check_every - 1` iterations after it still run, the operator and the
+    /// preconditioner applied in each (a closure that counts its calls sees them). Off: each
+    /// check waits for its own readback. Not on a distributed set: there each check's
+    /// reduction over the ranks is read at once. None (the default): on for a hardware GPU,
+    /// off for an adapter that runs shaders on the CPU ([`crate::Gpu::software`]), where the
+    /// host's recording takes cores from the device and overlapping measured a few percent
+    /// slower.
     pub overlap_checks: Option<bool>,
 }
 
