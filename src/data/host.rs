@@ -365,7 +365,8 @@ impl<T: Scalar> Global<T> {
     /// without waiting for the device: a later [`Global::value`] waits only for that
     /// submission, not for loops recorded and run meanwhile. A program that looks at a value
     /// every so many steps (a residual, a convergence test) prefetches it and records the
-    /// next steps first, so the host records while the device computes. A loop that reduces
+    /// next steps first, so the host records while the device computes (a reduction adds to
+    /// the Global's value: a new Global for each check keeps them apart). A loop that reduces
     /// into the Global again, recorded before the read, makes the read run it and read the
     /// Global again; a host write drops the prefetch. On N ranks the reduction over the ranks
     /// makes the value current at once.
@@ -377,7 +378,7 @@ impl<T: Scalar> Global<T> {
     /// let s = Set::new("s", 3);
     /// let a = ctx.dat("a", &s, 1, &[1i32, 2, 3])?;
     /// let sum = ctx.global("sum", &[0i32])?;
-    /// let k = Kernel::new("add", "fn add(a: ptr<function, array<i32, 1>>, t: ptr<function, array<i32, 1>>) { (*t)[0] = (*a)[0]; }");
+    /// let k = Kernel::new("add", "fn add(a: ptr<function, array<i32, 1>>, t: ptr<function, array<i32, 1>>) { (*t)[0] += (*a)[0]; }");
     /// ctx.par_loop(&k, &s, &[a.read(), sum.inc()])?;
     /// sum.prefetch()?; // submitted, not waited for
     /// let twice = Kernel::new("twice", "fn twice(a: ptr<function, array<i32, 1>>) { (*a)[0] *= 2; }");

@@ -56,11 +56,14 @@ pub fn vectors(r: &mut String, ns: &[usize], copy: f64) -> Res<()> {
         "## Vector operations\n\n`ctx.dot(&x, &y)` (reads 2 n values) and `ctx.axpy(a, &x, &y)` \
          (reads 2 n, writes n), {BATCH} per force, unfused (each its own pass over memory), wall time per operation; median of \
          {REPEATS} interleaved repeats (range in brackets); GB/s and the copy's share at the \
-         median. The dot product under several `reduction_workgroups` (the most workgroups a \
-         reducing dispatch runs). Dispatches and uploads per \
+         median. GPU ms: the operation's own time on the device, from GPU timestamps (the mean \
+         over every execution; `-` without timestamps), and the GB/s it gives: what the \
+         kernels reach, where the wall time of one operation is mostly the force's latency on \
+         a fast GPU. The dot product under several `reduction_workgroups` (the most \
+         workgroups a reducing dispatch runs). Dispatches and uploads per \
          operation.\n\n\
-         | operation | n | ms | GB/s | of copy | dispatches | uploads |\n\
-         |---|---:|---:|---:|---:|---:|---:|"
+         | operation | n | ms | GB/s | of copy | GPU ms | GPU GB/s | GPU of copy | dispatches | uploads |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     let f64 = context(base()?)?.gpu().f64();
     for &n in ns {
@@ -83,6 +86,19 @@ struct Case<'a, T: Real> {
 }
 
 impl<T: Real> Case<'_, T> {
+    /// The mean GPU time of one operation in ms, from the timestamps of every execution of its
+    /// loop group (None without timestamps).
+    fn gpu_ms(&self) -> Option<f64> {
+        let key = if self.dot { "pl_dot_" } else { "pl_axpy_" };
+        let (ns, calls) = self
+            .ctx
+            .stats()
+            .kernel_times
+            .iter()
+            .filter(|(label, _)| label.contains(key))
+            .fold((0, 0), |(ns, calls), (_, t)| (ns + t.ns, calls + t.calls));
+        (calls > 0 && ns > 0).then(|| ns as f64 / calls as f64 / 1e6)
+    }
     /// `BATCH` operations, then a force; the dot products' Globals are kept until it (a
     /// result nobody holds is not computed).
     fn batch(&self) -> parloop::Result<()> {
@@ -164,10 +180,18 @@ fn rows<T: Real>(r: &mut String, n: usize, copy: f64) -> Res<()> {
     for (c, case) in cases.iter().enumerate() {
         let s = Spread::of(&ms[c]);
         let values = if case.dot { 2.0 } else { 3.0 };
-        let gbs = values * n as f64 * tb / (s.median * 1e6);
+        let bytes = values * n as f64 * tb;
+        let gbs = bytes / (s.median * 1e6);
+        let (gpu_ms, gpu_gbs, gpu_share) = match case.gpu_ms() {
+            Some(t) => {
+                let g = bytes / (t * 1e6);
+                (sig(t), sig(g), format!("{}%", sig(100.0 * g / copy)))
+            }
+            None => ("-".into(), "-".into(), "-".into()),
+        };
         let _ = writeln!(
             r,
-            "| {} {} | {n} | {} | {} | {}% | {} | {} |",
+            "| {} {} | {n} | {} | {} | {}% | {gpu_ms} | {gpu_gbs} | {gpu_share} | {} | {} |",
             case.label,
             T::DTYPE,
             s.show(),
