@@ -316,6 +316,18 @@ pub async fn report(choice: &AdapterChoice, backends: Option<wgpu::Backends>) ->
                 if g.timestamps() { "yes" } else { "no" },
                 if g.f64() { "yes" } else { "no" }
             );
+            // What later work could use (subgroup reductions, f64 increments by a 64-bit
+            // compare-and-swap), as the adapter offers it.
+            if let Some(a) = list.iter().find(|a| a.get_info() == g.info) {
+                let f = a.features();
+                let yes = |x: wgpu::Features| if f.contains(x) { "yes" } else { "no" };
+                let _ = writeln!(
+                    s,
+                    "  offered, not used: subgroup operations {}, 64-bit integer atomics {}",
+                    yes(wgpu::Features::SUBGROUP),
+                    yes(wgpu::Features::SHADER_INT64_ATOMIC_ALL_OPS)
+                );
+            }
         }
     }
     s
