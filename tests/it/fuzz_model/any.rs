@@ -127,6 +127,11 @@ impl AnyDat {
         each!(self, d => Ok(words(&d.data_ro()?)))
     }
 
+    /// Starts reading the values back (forces what they need, waits for nothing).
+    pub fn prefetch(&self) -> Result<()> {
+        each!(self, d => d.prefetch())
+    }
+
     pub fn gather(&self) -> Result<Option<Vec<u32>>> {
         each!(self, d => Ok(d.gather()?.map(|v| words(&v))))
     }
@@ -165,6 +170,14 @@ impl AnyGlobal {
             AnyGlobal::U(g) => g.value()?,
             AnyGlobal::I(g) => words(&g.value()?),
         })
+    }
+    /// Starts reading the value back (forces what it needs, waits for nothing).
+    pub fn prefetch(&self) -> Result<()> {
+        match self {
+            AnyGlobal::F(g) => g.prefetch(),
+            AnyGlobal::U(g) => g.prefetch(),
+            AnyGlobal::I(g) => g.prefetch(),
+        }
     }
     pub fn arg(&self, access: Access) -> Arg {
         match self {

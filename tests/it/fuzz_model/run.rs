@@ -12,6 +12,8 @@ pub fn run_case(case: &Case) -> Result<(), String> {
     w.ctx.constant("fzk", 0i32).map_err(|e| e.to_string())?;
     let nloops = 3 + w.rng.below(12);
     let names = ["fz_a", "fz_b", "fz_c"];
+    // Prefetches from a stream of their own: a seed's program stays the one it was.
+    let mut prefetches = Rng::new(case.seed ^ 0x5eed_f00d);
     for l in 0..nloops {
         // Consts that change between loops.
         if w.rng.chance(0.4) {
@@ -58,6 +60,12 @@ pub fn run_case(case: &Case) -> Result<(), String> {
         w.obj
             .apply(&template, elements.iter().map(|&e| e as usize), &args);
         drop(kernel);
+        // A prefetch of one object, read (or written, or dropped) later: never a change in
+        // what any read gives.
+        if prefetches.chance(0.3) {
+            prefetch_one(&w, &mut prefetches)
+                .map_err(|e| format!("prefetch after loop {l}: {e}"))?;
+        }
         // A mid-program read of one object.
         if w.rng.chance(0.25) {
             check_one(&w, l)?;
@@ -85,6 +93,19 @@ pub fn run_case(case: &Case) -> Result<(), String> {
         check_global(&w, g, "at the end")?;
     }
     Ok(())
+}
+
+fn prefetch_one(w: &World, rng: &mut Rng) -> Result<(), Error> {
+    let n = w.obj.dats.len() + w.obj.globals.len();
+    let i = rng.below(n);
+    if i < w.obj.dats.len() {
+        match &w.obj.dats[i].handle {
+            Some(h) => h.prefetch(),
+            None => Ok(()),
+        }
+    } else {
+        w.obj.globals[i - w.obj.dats.len()].handle.prefetch()
+    }
 }
 
 fn check_one(w: &World, l: usize) -> Result<(), String> {
