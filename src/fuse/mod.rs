@@ -69,7 +69,6 @@ pub(crate) struct FuseEnv {
 /// with what `explain()` said of it and what that depends on beyond the force's shape (the
 /// data's names, by first appearance), so a force of the same shape over other data is
 /// explained with its own names.
-#[derive(Clone)]
 pub(crate) struct Cached {
     groups: Vec<(Vec<usize>, Vec<usize>)>,
     explain: Explain,
@@ -102,22 +101,15 @@ pub(crate) fn groups(
         return (groups, explain::groups_and_cuts(&head, &lines, &[]));
     }
     let (sig, data_ids, names) = signature(loops, env);
-    let cached = match cache.get(&sig) {
-        Some(c) if c.names.iter().eq(names.iter()) => c.clone(),
-        Some(c) => Cached {
-            explain: c.explain_again(loops, &data_ids),
-            ..c.clone()
-        },
-        None => {
-            *partitioned += 1;
-            let c = partition(loops, env, &data_ids);
-            if cache.len() >= 256 {
-                cache.clear();
-            }
-            cache.insert(sig, c.clone());
-            c
+    if !cache.contains_key(&sig) {
+        *partitioned += 1;
+        let c = partition(loops, env, &data_ids);
+        if cache.len() >= 256 {
+            cache.clear();
         }
-    };
+        cache.insert(sig.clone(), c);
+    }
+    let cached = &cache[&sig];
     let groups = cached
         .groups
         .iter()
@@ -127,7 +119,12 @@ pub(crate) fn groups(
             ephemeral: eph.iter().map(|&d| data_ids[d]).collect(),
         })
         .collect();
-    (groups, cached.explain)
+    let explain = if cached.names.iter().eq(names.iter()) {
+        cached.explain.clone()
+    } else {
+        cached.explain_again(loops, &data_ids)
+    };
+    (groups, explain)
 }
 
 /// A key that is equal for forces of the same shape (same kernels, spaces and access pattern),

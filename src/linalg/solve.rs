@@ -362,18 +362,14 @@ impl<'a, T: Real> Frame<'a, T> {
         if self.overlap && it < self.opts.max_iterations {
             // This check's norm is read back while the next iterations are recorded and
             // run; the previous check's, read back meanwhile, is judged now.
-            let last = kept[kept.len() - 1].1.clone();
-            last.inner.prefetch().await?;
+            kept[kept.len() - 1].1.inner.prefetch().await?;
             let Some(previous) = self.pending.replace(kept) else {
                 return Ok(false);
             };
             let converged = self.judge_kept(previous, breakdown).await?;
             if converged {
-                // Waits for the prefetch (it is not left in flight).
-                last.value_async().await?;
+                // Dropped with its data, the prefetch is dropped at the next force.
                 self.pending = None;
-            } else {
-                self.report.iterations = it;
             }
             return Ok(converged);
         }
@@ -382,12 +378,11 @@ impl<'a, T: Real> Frame<'a, T> {
         {
             return Ok(true);
         }
-        self.report.iterations = it;
         self.judge_kept(kept, breakdown).await
     }
 
     /// Judges the norms kept up to a check (the last is the check's): true when it is below
-    /// rtol, `report.iterations` then the first iteration that was.
+    /// rtol, `report.iterations` then the first iteration that was (else left as it is).
     async fn judge_kept(
         &mut self,
         kept: Vec<(usize, Rc<Global<T>>, usize)>,
