@@ -79,9 +79,10 @@ for n in $cg_n; do
 done
 for p in f32 f64; do
     want strategies || break
-    # f64 increments through a map take a colouring (no 64-bit atomics in WGSL).
-    strategies="auto hierarchical global-colour"
-    [ $p = f32 ] && strategies="$strategies atomics cas staged"
+    # f64 increments through a map under atomics, cas and staged are compare-and-swap
+    # loops on 64-bit atomics; `parloop info` says whether the card has them (a refusal
+    # otherwise, in the file).
+    strategies="auto hierarchical global-colour atomics cas staged"
     for s in $strategies; do
         for soa in 0 1; do
             [ "$s$soa" = auto0 ] && continue

@@ -8,7 +8,8 @@ pub enum DType {
     /// 32-bit float.
     F32,
     /// 64-bit float: only on adapters with `SHADER_F64` (Vulkan and DX12 natively; not Metal,
-    /// not browsers). WGSL has no f64 atomics, so its increments through maps are coloured.
+    /// not browsers). WGSL has no f64 atomics: its increments through maps are coloured, or
+    /// compare-and-swap loops on 64-bit integer atomics where the adapter has them.
     F64,
     /// 32-bit unsigned integer.
     U32,

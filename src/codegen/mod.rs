@@ -68,6 +68,12 @@ fn declarations(g: &GroupIr, w: &mut String) -> Vec<check::CheckSite> {
             ) => {
                 format!("atomic<{dtype}>")
             }
+            (
+                BindingKind::Dat {
+                    dtype: DType::F64, ..
+                },
+                Atomic::Bits,
+            ) => "atomic<u64>".to_string(),
             (_, Atomic::Bits) => "atomic<u32>".to_string(),
             _ => "u32".to_string(),
         };
@@ -402,8 +408,8 @@ fn element_body(g: &GroupIr, w: &mut String, ind: &str, mut deferred: Option<&mu
                                     let sv = g.staged_var(*s, *dat);
                                     let stmt = if g.staged_atomics() {
                                         let kind = match arg.dtype {
-                                            DType::F32 => Atomic::Bits,
-                                            _ => Atomic::Native,
+                                            DType::F32 | DType::F64 => Atomic::Bits,
+                                            DType::U32 | DType::I32 => Atomic::Native,
                                         };
                                         atomic_apply(&sv, kind, arg, &target, &value, &inner)
                                     } else {
@@ -507,7 +513,7 @@ fn apply_racing(
 }
 
 /// Statements that combine `value` into `var[target]` as `kind` says (plain, native atomics,
-/// or compare-and-swap on f32 bits).
+/// or compare-and-swap on a float's bits: f32 as u32, f64 as u64).
 fn atomic_apply(
     var: &str,
     kind: Atomic,
@@ -536,10 +542,14 @@ fn atomic_apply(
             )
         }
         Atomic::Bits => {
-            let new = combine(arg.access, "bitcast<f32>(pl_old)", value);
+            let (float, bits) = match arg.dtype {
+                DType::F64 => ("f64", "u64"),
+                DType::F32 | DType::U32 | DType::I32 => ("f32", "u32"),
+            };
+            let new = combine(arg.access, &format!("bitcast<{float}>(pl_old)"), value);
             format!(
                 "{ind2}var pl_old = atomicLoad(&{var}[{target}]);\n{ind2}loop {{\n{ind2}    \
-                 let pl_x = atomicCompareExchangeWeak(&{var}[{target}], pl_old, bitcast<u32>({new}));\n{ind2}    \
+                 let pl_x = atomicCompareExchangeWeak(&{var}[{target}], pl_old, bitcast<{bits}>({new}));\n{ind2}    \
                  if (pl_x.exchanged) {{ break; }}\n{ind2}    pl_old = pl_x.old_value;\n{ind2}}}\n"
             )
         }

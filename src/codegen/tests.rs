@@ -305,3 +305,57 @@ fn render_shader_validates() {
     let src = include_str!("../../shaders/render.wgsl");
     validate(src, Capabilities::empty()).unwrap_or_else(|e| panic!("{e}"));
 }
+
+/// f64 races: compare-and-swap on `atomic<u64>` validates where the adapter has 64-bit
+/// integer atomics, and is neither generated valid nor chosen where it has not.
+#[test]
+fn f64_races_take_64_bit_compare_and_swap_only_with_64_bit_atomics() {
+    use super::strategy::{Illegal, Request, choose};
+    use crate::config::Strategy;
+    let f64_caps = Capabilities::FLOAT64 | Capabilities::SHADER_INT64;
+    for s in Schedule::all() {
+        if s == Schedule::Direct {
+            continue;
+        }
+        let mut g = inc_group(s.clone());
+        g.bindings[1].atomic = s.racing_atomic(DType::F64, Access::Inc);
+        for b in &mut g.bindings {
+            if let BindingKind::Dat { dtype, .. } | BindingKind::Global { dtype, .. } = &mut b.kind
+            {
+                *dtype = DType::F64;
+            }
+        }
+        for a in &mut g.loops[0].args {
+            a.dtype = DType::F64;
+        }
+        for r in &mut g.registers {
+            r.dtype = DType::F64;
+        }
+        g.kernels[0].1 = SPREAD.replace("f32", "f64");
+        let src = generate(&g);
+        validate(&src, f64_caps | Capabilities::SHADER_INT64_ATOMIC_ALL_OPS)
+            .unwrap_or_else(|e| panic!("{s:?}: {}", e.render(&src)));
+        let cas = matches!(s, Schedule::Atomics | Schedule::Cas | Schedule::Staged);
+        assert_eq!(src.contains("atomic<u64>"), cas, "{s:?}:\n{src}");
+        assert_eq!(validate(&src, f64_caps).is_ok(), !cas, "{s:?}");
+    }
+    for strategy in [Strategy::Atomics, Strategy::Cas, Strategy::Staged] {
+        for int64_atomics in [false, true] {
+            let req = Request {
+                strategy,
+                staging: Staging::Inc,
+                float_atomics: true,
+                int64_atomics,
+                cpu_adapter: false,
+                workgroup_size: 64,
+            };
+            let chosen = choose(&req, &[DType::F32, DType::F64]);
+            if int64_atomics {
+                assert!(chosen.is_ok(), "{strategy:?}: {chosen:?}");
+            } else {
+                assert_eq!(chosen, Err(Illegal::F64Races), "{strategy:?}");
+                assert!(strategy.takes_f64(true) && !strategy.takes_f64(false));
+            }
+        }
+    }
+}

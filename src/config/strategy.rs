@@ -86,14 +86,16 @@ impl Strategy {
             | Strategy::Tune => false,
         }
     }
-    /// Whether it can apply f64 increments through maps (WGSL has no 64-bit atomics: only
-    /// the colouring strategies can; `tune` tries only those for such groups).
-    pub fn takes_f64(self) -> bool {
+    /// Whether it can apply f64 increments through maps on an adapter with (or without)
+    /// 64-bit integer atomics (`Gpu::int64_atomics`): the colouring strategies always can;
+    /// `atomics`, `cas` and `staged` only by compare-and-swap on `atomic<u64>`, where the
+    /// adapter has it. (`tune` tries only what the adapter can run.)
+    pub fn takes_f64(self, int64_atomics: bool) -> bool {
         match self {
             Strategy::Auto | Strategy::Hierarchical | Strategy::GlobalColour | Strategy::Tune => {
                 true
             }
-            Strategy::Atomics | Strategy::Cas | Strategy::Staged => false,
+            Strategy::Atomics | Strategy::Cas | Strategy::Staged => int64_atomics,
         }
     }
 }

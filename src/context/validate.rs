@@ -154,14 +154,21 @@ impl Context {
             ));
         }
         let racing_f64 = args.iter().any(|a| a.races() && a.data.dtype == DType::F64);
-        if racing_f64 && !self.0.config.strategy.takes_f64() {
+        if racing_f64
+            && !self
+                .0
+                .config
+                .strategy
+                .takes_f64(self.0.engine.gpu.int64_atomics())
+        {
             return Err(Error::par_loop(
                 site,
                 None,
                 format!(
-                    "{site}: strategy `{}`: {}",
+                    "{site}: strategy `{}`: {} (adapter {})",
                     self.0.config.strategy.name(),
-                    crate::codegen::strategy::F64_RACES
+                    crate::codegen::strategy::F64_RACES,
+                    self.adapter()
                 ),
             ));
         }

@@ -27,6 +27,8 @@ pub(crate) struct Choice {
     pub balance: bool,
     pub workgroup_size: u32,
     pub float_atomics: bool,
+    /// The adapter has 64-bit integer atomics (f64 increments by compare-and-swap).
+    pub int64_atomics: bool,
     /// The adapter runs on the CPU (lavapipe, llvmpipe, SwiftShader).
     pub cpu_adapter: bool,
     pub workgroup_memory: usize,
@@ -87,6 +89,7 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, strategy:
         strategy: choice.strategy,
         staging: choice.staging,
         float_atomics: choice.float_atomics,
+        int64_atomics: choice.int64_atomics,
         cpu_adapter: choice.cpu_adapter,
         workgroup_size: choice.workgroup_size,
     };

@@ -46,6 +46,15 @@ impl Gpu {
         self.features
             .contains(wgpu::Features::SHADER_F64 | wgpu::Features::SHADER_INT64)
     }
+    /// Whether f64 increments through maps can race in global (and workgroup) memory:
+    /// compare-and-swap loops on their bits as `atomic<u64>` need
+    /// `SHADER_INT64_ATOMIC_ALL_OPS` (Vulkan GPUs and lavapipe; not GL, Metal or browsers).
+    pub fn int64_atomics(&self) -> bool {
+        self.f64()
+            && self
+                .features
+                .contains(wgpu::Features::SHADER_INT64_ATOMIC_ALL_OPS)
+    }
     /// Whether the device can time compute passes (`TIMESTAMP_QUERY`).
     pub fn timestamps(&self) -> bool {
         self.features.contains(wgpu::Features::TIMESTAMP_QUERY)
@@ -58,6 +67,9 @@ impl Gpu {
         }
         if self.f64() {
             caps |= naga::valid::Capabilities::FLOAT64 | naga::valid::Capabilities::SHADER_INT64;
+        }
+        if self.int64_atomics() {
+            caps |= naga::valid::Capabilities::SHADER_INT64_ATOMIC_ALL_OPS;
         }
         caps
     }
@@ -194,7 +206,8 @@ async fn device(instance: wgpu::Instance, adapter: wgpu::Adapter) -> Result<Gpu>
     let wanted = wgpu::Features::SHADER_FLOAT32_ATOMIC
         | wgpu::Features::TIMESTAMP_QUERY
         | wgpu::Features::SHADER_F64
-        | wgpu::Features::SHADER_INT64;
+        | wgpu::Features::SHADER_INT64
+        | wgpu::Features::SHADER_INT64_ATOMIC_ALL_OPS;
     let features = adapter.features() & wanted;
     let limits = if cfg!(target_arch = "wasm32") {
         wgpu::Limits::default()
@@ -311,21 +324,21 @@ pub async fn report(choice: &AdapterChoice, backends: Option<wgpu::Backends>) ->
             );
             let _ = writeln!(
                 s,
-                "  features: f32 atomics {}, timestamp queries {}, f64 {}",
+                "  features: f32 atomics {}, timestamp queries {}, f64 {}, f64 atomics (64-bit \
+                 compare-and-swap) {}",
                 if g.float_atomics() { "yes" } else { "no" },
                 if g.timestamps() { "yes" } else { "no" },
-                if g.f64() { "yes" } else { "no" }
+                if g.f64() { "yes" } else { "no" },
+                if g.int64_atomics() { "yes" } else { "no" }
             );
-            // What later work could use (subgroup reductions, f64 increments by a 64-bit
-            // compare-and-swap), as the adapter offers it.
+            // What later work could use (subgroup reductions), as the adapter offers it.
             if let Some(a) = list.iter().find(|a| a.get_info() == g.info) {
                 let f = a.features();
                 let yes = |x: wgpu::Features| if f.contains(x) { "yes" } else { "no" };
                 let _ = writeln!(
                     s,
-                    "  offered, not used: subgroup operations {}, 64-bit integer atomics {}",
-                    yes(wgpu::Features::SUBGROUP),
-                    yes(wgpu::Features::SHADER_INT64_ATOMIC_ALL_OPS)
+                    "  offered, not used: subgroup operations {}",
+                    yes(wgpu::Features::SUBGROUP)
                 );
             }
         }

@@ -64,6 +64,7 @@ impl Engine {
             balance: config.balance_colours,
             workgroup_size: config.workgroup_size,
             float_atomics: gpu.float_atomics(),
+            int64_atomics: gpu.int64_atomics(),
             cpu_adapter: gpu.info.device_type == wgpu::DeviceType::Cpu,
             soa: config.soa,
             workgroup_memory: gpu.limits.max_compute_workgroup_storage_size as usize,

@@ -1,7 +1,8 @@
 //! Double precision: Dat<f64>, Global<f64> and f64 Consts against plain-Rust f64 references,
-//! with values whose f32 rounding the assertions would see; increments through maps under
-//! every colouring strategy; and, on an adapter without SHADER_F64 (OpenGL in CI), the
-//! documented error at declaration.
+//! with values whose f32 rounding the assertions would see; increments and extrema through
+//! maps under every strategy the adapter runs (colourings; compare-and-swap on 64-bit atomics
+//! where it has them); and, on an adapter without SHADER_F64 (OpenGL in CI), the documented
+//! error at declaration.
 
 use crate::common;
 
@@ -74,10 +75,10 @@ fn direct_loop_with_f64_consts_keeps_double_precision() {
 }
 
 #[test]
-fn f64_increments_through_maps_under_every_colouring_strategy() {
-    if f64_context().is_none() {
-        return;
-    }
+fn f64_increments_through_maps_under_every_strategy_the_adapter_runs() {
+    let Some(probe) = f64_context() else { return };
+    // Compare-and-swap on 64-bit atomics where the adapter has them (lavapipe does).
+    let atomics = probe.gpu().int64_atomics();
     let cells = Set::new("cells", 3000);
     let nodes = Set::new("nodes", 900);
     let v = fine_values(cells.size(), 2);
@@ -105,7 +106,13 @@ fn f64_increments_through_maps_under_every_colouring_strategy() {
             (Strategy::Hierarchical, Staging::Inc),
             (Strategy::Hierarchical, Staging::All),
             (Strategy::Hierarchical, Staging::None),
+            (Strategy::Atomics, Staging::Inc),
+            (Strategy::Cas, Staging::Inc),
+            (Strategy::Staged, Staging::Inc),
         ] {
+            if !strategy.takes_f64(atomics) {
+                continue;
+            }
             let ctx = ctx_with(Config {
                 strategy,
                 staging,
@@ -130,8 +137,61 @@ fn f64_increments_through_maps_under_every_colouring_strategy() {
 }
 
 #[test]
-fn atomics_and_cas_refuse_f64_increments_through_a_map() {
-    let Some(_) = f64_context() else { return };
+fn f64_extrema_through_a_map_by_compare_and_swap() {
+    let Some(probe) = f64_context() else { return };
+    if !probe.gpu().int64_atomics() {
+        return;
+    }
+    let cells = Set::new("cells", 4000);
+    let nodes = Set::new("nodes", 300);
+    let m = random_map("c2n", &cells, &nodes, 3, 7);
+    let mv = m.values().to_vec();
+    // Values that f32 would merge: the extremum must be the exact f64.
+    let v = fine_values(cells.size(), 9);
+    let (mut lo, mut hi) = (vec![2.0f64; nodes.size()], vec![0.0f64; nodes.size()]);
+    for (c, x) in v.iter().enumerate() {
+        for &n in &mv[c * 3..c * 3 + 3] {
+            lo[n as usize] = lo[n as usize].min(*x);
+            hi[n as usize] = hi[n as usize].max(*x);
+        }
+    }
+    let k = Kernel::new(
+        "extrema",
+        "fn extrema(v: ptr<function, array<f64, 1>>, lo: ptr<function, array<f64, 3>>,
+                    hi: ptr<function, array<f64, 3>>) {
+            for (var j = 0; j < 3; j++) {
+                (*lo)[j] = min((*lo)[j], (*v)[0]);
+                (*hi)[j] = max((*hi)[j], (*v)[0]);
+            }
+        }",
+    );
+    for strategy in [Strategy::Atomics, Strategy::Cas, Strategy::Staged] {
+        let ctx = ctx_with(Config {
+            strategy,
+            ..Config::from_env().unwrap()
+        });
+        let vd = ctx.dat("v", &cells, 1, &v).unwrap();
+        let lod = ctx
+            .dat("lo", &nodes, 1, &vec![2.0f64; nodes.size()])
+            .unwrap();
+        let hid = ctx.dat_zeros::<f64>("hi", &nodes, 1).unwrap();
+        ctx.par_loop(
+            &k,
+            &cells,
+            &[vd.read(), lod.all(&m).min(), hid.all(&m).max()],
+        )
+        .unwrap();
+        assert_eq!(lod.data_ro().unwrap().to_vec(), lo, "{strategy:?}: minima");
+        assert_eq!(hid.data_ro().unwrap().to_vec(), hi, "{strategy:?}: maxima");
+    }
+}
+
+#[test]
+fn atomics_and_cas_refuse_f64_increments_without_64_bit_atomics() {
+    let Some(probe) = f64_context() else { return };
+    if probe.gpu().int64_atomics() {
+        return;
+    }
     let cells = Set::new("cells", 10);
     let nodes = Set::new("nodes", 4);
     let m = random_map("c2n", &cells, &nodes, 2, 3);

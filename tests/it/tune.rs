@@ -235,7 +235,7 @@ fn groups_without_float_races_are_not_tuned_and_a_broken_cache_is_tuned_again() 
 }
 
 #[test]
-fn f64_increments_try_only_the_colouring_strategies() {
+fn f64_increments_try_only_what_the_adapter_can_run() {
     let probe = common::ctx();
     if !probe.gpu().f64() {
         eprintln!("skipped: the adapter has no f64");
@@ -277,15 +277,23 @@ fn f64_increments_try_only_the_colouring_strategies() {
     }
     let r = &ctx.tuning()[0];
     assert!(r.chosen.is_some(), "{r:?}");
+    // The compare-and-swap strategies only where the adapter has 64-bit atomics.
+    let cas = ctx.gpu().int64_atomics();
     for t in &r.tried {
         let c = &t.candidate;
         assert!(
-            c.starts_with("hierarchical") || c.starts_with("global-colour"),
+            c.starts_with("hierarchical")
+                || c.starts_with("global-colour")
+                || (cas
+                    && ["cas", "atomics", "staged"]
+                        .iter()
+                        .any(|s| c.starts_with(s))),
             "{c} cannot take f64 increments: {r:?}"
         );
     }
-    // hierarchical in its three stagings and global-colour, then two workgroup sizes.
-    assert_eq!(r.tried.len(), 6, "{r:?}");
+    // hierarchical in its three stagings and global-colour (and cas, atomics and staged),
+    // then two workgroup sizes.
+    assert_eq!(r.tried.len(), if cas { 9 } else { 6 }, "{r:?}");
     let _ = std::fs::remove_file(&file);
 }
 

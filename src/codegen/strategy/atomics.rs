@@ -2,17 +2,16 @@
 //! memory with native atomics (`atomicAdd` on `atomic<f32>` needs SHADER_FLOAT32_ATOMIC:
 //! Vulkan and Metal, lavapipe too; not GL, DX12 or browsers). f32 min/max use a
 //! compare-and-swap loop on the value; integers use their native atomics (which every strategy
-//! does when only integers race). No plan. Not bit-reproducible: the order of additions varies.
-//! Illegal for f64 (WGSL has no 64-bit atomics) and on adapters without f32 atomics.
+//! does when only integers race). f64 has no atomic type: its increments are compare-and-swap
+//! loops on `atomic<u64>`, on adapters with 64-bit integer atomics. No plan. Not
+//! bit-reproducible: the order of additions varies. Illegal on adapters without f32 atomics.
 
 use super::super::{Atomic, GroupIr, flat_main};
-use super::{Illegal, Request, has_f64};
+use super::{Illegal, Request, f64_atomics};
 use crate::types::{Access, DType, ReduceOp};
 
 pub(super) fn legal(req: &Request, racing: &[DType]) -> Result<(), Illegal> {
-    if has_f64(racing) {
-        return Err(Illegal::F64Races);
-    }
+    f64_atomics(req, racing)?;
     if !req.float_atomics && racing.contains(&DType::F32) {
         return Err(Illegal::NoFloatAtomics);
     }
@@ -27,7 +26,8 @@ pub(crate) fn no_float_atomics(adapter: &str) -> String {
     )
 }
 
-/// Integers and f32 sums natively, f32 min/max by compare-and-swap on the bit patterns.
+/// Integers and f32 sums natively, f32 min/max and all of f64 by compare-and-swap on the bit
+/// patterns.
 pub(super) fn atomic(dtype: DType, access: Access) -> Atomic {
     match (dtype, access.reduction()) {
         (DType::U32 | DType::I32, _) => Atomic::Native,

@@ -66,10 +66,10 @@ pub(super) fn main(g: &GroupIr, w: &mut String, middle: impl FnOnce(&GroupIr, &m
             let place = format!("{sv}[pl_u * {dim}u + pl_k]");
             let store = match g.bindings[dat].kind {
                 BindingKind::Dat { dtype, .. } if g.staged_atomics() && racing_dat(dat) => {
-                    let bits = if dtype == DType::F32 {
-                        format!("bitcast<u32>({src})")
-                    } else {
-                        src
+                    let bits = match dtype {
+                        DType::F32 => format!("bitcast<u32>({src})"),
+                        DType::F64 => format!("bitcast<u64>({src})"),
+                        DType::U32 | DType::I32 => src,
                     };
                     format!("atomicStore(&{place}, {bits});")
                 }

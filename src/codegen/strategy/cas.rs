@@ -1,19 +1,10 @@
-//! `cas`: one invocation per position, in order; racing f32 increments go straight to global
-//! memory through compare-and-swap loops on their u32 bit patterns, integers through native
-//! atomics. Works on every adapter; no plan. Not bit-reproducible. Illegal for f64 (WGSL has
-//! no 64-bit atomics).
+//! `cas`: one invocation per position, in order; racing float increments go straight to global
+//! memory through compare-and-swap loops on their bit patterns (f32 as `atomic<u32>`, f64 as
+//! `atomic<u64>`), integers through native atomics. f32 works on every adapter; f64 needs
+//! 64-bit integer atomics (`strategy::f64_atomics`). No plan. Not bit-reproducible.
 
 use super::super::{Atomic, GroupIr, flat_main};
-use super::{Illegal, has_f64};
 use crate::types::DType;
-
-pub(super) fn legal(racing: &[DType]) -> Result<(), Illegal> {
-    if has_f64(racing) {
-        Err(Illegal::F64Races)
-    } else {
-        Ok(())
-    }
-}
 
 /// Integers natively, floats by compare-and-swap on the bit patterns.
 pub(super) fn atomic(dtype: DType) -> Atomic {

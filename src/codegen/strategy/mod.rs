@@ -8,7 +8,7 @@
 //! |---|---|---|---|
 //! | `Direct` | `direct.rs` | none | none race |
 //! | `Atomics` | `atomics.rs` | none | native atomics |
-//! | `Cas` | `cas.rs` | none | compare-and-swap on bit patterns |
+//! | `Cas` | `cas.rs` | none | compare-and-swap on bit patterns (u32, u64) |
 //! | `GlobalColour` | `global_colour.rs` | element colouring | plain, one dispatch per colour |
 //! | `Hierarchical` | `hierarchical.rs` (+ `blocks.rs`) | blocks | workgroup memory, thread colours |
 //! | `Staged` | `staged.rs` (+ `blocks.rs`) | blocks | workgroup memory, workgroup atomics |
@@ -68,22 +68,27 @@ pub struct Request {
     pub staging: Staging,
     /// The adapter has native f32 atomics.
     pub float_atomics: bool,
+    /// The adapter has 64-bit integer atomics (f64 increments by compare-and-swap).
+    pub int64_atomics: bool,
     /// The adapter runs on the CPU (lavapipe, llvmpipe, SwiftShader).
     pub cpu_adapter: bool,
     /// Invocations per workgroup.
     pub workgroup_size: u32,
 }
 
-/// Why `atomics`, `cas` and `staged` cannot take f64 increments through maps.
-pub(crate) const F64_RACES: &str = "f64 increments through a map need a colouring strategy: WGSL \
-     has no 64-bit atomics, so `atomics`, `cas` and `staged` cannot apply them; use `auto`, \
-     `global-colour` or `hierarchical`";
+/// Why `atomics`, `cas` and `staged` cannot take f64 increments through maps on an adapter
+/// without 64-bit integer atomics.
+pub(crate) const F64_RACES: &str = "f64 increments through a map under `atomics`, `cas` or \
+     `staged` are compare-and-swap loops on 64-bit atomics (SHADER_INT64_ATOMIC_ALL_OPS: Vulkan \
+     GPUs and lavapipe have them; GL, Metal and browsers do not), which this adapter lacks; use \
+     `auto`, `global-colour` or `hierarchical`";
 
 /// Why a strategy cannot run a group's racing increments; its `Display` is the reason an
 /// error gives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Illegal {
-    /// f64 increments through a map under `atomics`, `cas` or `staged`.
+    /// f64 increments through a map under `atomics`, `cas` or `staged`, on an adapter without
+    /// 64-bit integer atomics.
     F64Races,
     /// f32 increments under `atomics` on an adapter without native f32 atomics.
     NoFloatAtomics,
@@ -134,7 +139,8 @@ pub fn choose(req: &Request, racing: &[DType]) -> Result<Schedule, Illegal> {
 /// `auto`: the table in ARCHITECTURE.md ("Racing increments"). On GPUs with f32 atomics,
 /// native atomics (OP2's modern default); on CPU adapters (lavapipe, llvmpipe, SwiftShader),
 /// without float atomics and for f64, one-level colouring, which measured fastest there
-/// (BENCHMARKS.md) and is deterministic.
+/// (BENCHMARKS.md) and is deterministic. (f64 compare-and-swap is not measured on a GPU yet:
+/// `tune` tries it.)
 fn auto(req: &Request, racing: &[DType]) -> Schedule {
     if req.float_atomics && !req.cpu_adapter && !has_f64(racing) {
         Schedule::Atomics
@@ -143,9 +149,19 @@ fn auto(req: &Request, racing: &[DType]) -> Schedule {
     }
 }
 
-/// Whether some racing argument is f64 (WGSL has no 64-bit atomics).
+/// Whether some racing argument is f64 (no atomic f64 type in WGSL: its increments are
+/// compare-and-swap loops on `atomic<u64>`, which not every adapter has).
 fn has_f64(racing: &[DType]) -> bool {
     racing.contains(&DType::F64)
+}
+
+/// Whether the adapter can apply the racing arguments' f64 increments with atomics.
+fn f64_atomics(req: &Request, racing: &[DType]) -> Result<(), Illegal> {
+    if has_f64(racing) && !req.int64_atomics {
+        Err(Illegal::F64Races)
+    } else {
+        Ok(())
+    }
 }
 
 impl Schedule {
@@ -169,10 +185,10 @@ impl Schedule {
             // Only groups where nothing races get it (`choose`).
             Schedule::Direct => Ok(()),
             Schedule::Atomics => atomics::legal(req, racing),
-            Schedule::Cas => cas::legal(racing),
+            Schedule::Cas => f64_atomics(req, racing),
             Schedule::GlobalColour => global_colour::legal(),
             Schedule::Hierarchical(_) => hierarchical::legal(req),
-            Schedule::Staged => staged::legal(racing),
+            Schedule::Staged => f64_atomics(req, racing),
         }
     }
     /// The plan the schedule needs.

@@ -1,22 +1,14 @@
 //! `staged`: the mini-partitions and block colours of the hierarchical plan (`blocks.rs`), but
 //! each thread takes its positions of the block and combines its increments into the staged
 //! targets with workgroup atomics, in any order: no thread colours and no barrier between
-//! them. Staged f32 targets are `atomic<u32>` bit patterns updated by compare-and-swap,
-//! integers native atomics. For adapters without float atomics (browsers, GL, DX12). Not
-//! bit-reproducible (the order of additions within a block varies). Illegal for f64 (WGSL has
-//! no 64-bit atomics).
+//! them. Staged float targets are bit patterns updated by compare-and-swap (f32 as
+//! `atomic<u32>`, f64 as `atomic<u64>` where the adapter has 64-bit integer atomics), integers
+//! native atomics. For adapters without float atomics (browsers, GL, DX12). Not
+//! bit-reproducible (the order of additions within a block varies).
 
 use super::super::{DType, GroupIr, element_body};
-use super::{Illegal, blocks, has_f64};
+use super::blocks;
 use std::fmt::Write;
-
-pub(super) fn legal(racing: &[DType]) -> Result<(), Illegal> {
-    if has_f64(racing) {
-        Err(Illegal::F64Races)
-    } else {
-        Ok(())
-    }
-}
 
 pub(super) fn main(g: &GroupIr, w: &mut String) {
     blocks::main(g, w, |g, w| {
@@ -37,12 +29,13 @@ pub(super) fn main(g: &GroupIr, w: &mut String) {
     });
 }
 
-/// The element type of a staged array combined with workgroup atomics: f32 as its bits
-/// (compare-and-swap), integers natively. (f64 is refused before: WGSL has no 64-bit atomics.)
+/// The element type of a staged array combined with workgroup atomics: floats as their bits
+/// (compare-and-swap), integers natively.
 pub(in crate::codegen) fn staged_atomic_type(dtype: DType) -> &'static str {
     match dtype {
         DType::I32 => "atomic<i32>",
-        DType::U32 | DType::F32 | DType::F64 => "atomic<u32>",
+        DType::U32 | DType::F32 => "atomic<u32>",
+        DType::F64 => "atomic<u64>",
     }
 }
 
@@ -50,6 +43,7 @@ pub(in crate::codegen) fn staged_atomic_type(dtype: DType) -> &'static str {
 pub(in crate::codegen) fn staged_load(dtype: DType, place: &str) -> String {
     match dtype {
         DType::F32 => format!("bitcast<f32>(atomicLoad(&{place}))"),
-        DType::U32 | DType::I32 | DType::F64 => format!("atomicLoad(&{place})"),
+        DType::F64 => format!("bitcast<f64>(atomicLoad(&{place}))"),
+        DType::U32 | DType::I32 => format!("atomicLoad(&{place})"),
     }
 }

@@ -219,6 +219,7 @@ impl Tuner {
                 strategy: v.strategy,
                 staging: v.staging,
                 float_atomics: base.float_atomics,
+                int64_atomics: base.int64_atomics,
                 cpu_adapter: base.cpu_adapter,
                 workgroup_size: base.workgroup_size,
             };
@@ -260,6 +261,7 @@ impl Tuner {
                         strategy: v.strategy,
                         staging: v.staging,
                         float_atomics: base.float_atomics,
+                        int64_atomics: base.int64_atomics,
                         cpu_adapter: base.cpu_adapter,
                         workgroup_size: s.workgroup_size,
                     };

@@ -260,8 +260,9 @@ impl World {
         // Sparse matrices and solvers on a third of the programs, in f64 on half of those
         // where the adapter has it.
         if self.rng.chance(0.3) {
-            // f64 increments need a colouring strategy (no 64-bit atomics in WGSL).
-            let f64 = self.ctx.gpu().f64() && self.ctx.config().strategy.takes_f64();
+            // f64 increments under `atomics`, `cas` or `staged` need 64-bit integer atomics.
+            let gpu = self.ctx.gpu();
+            let f64 = gpu.f64() && self.ctx.config().strategy.takes_f64(gpu.int64_atomics());
             if self.rng.chance(0.5) && f64 {
                 self.linear_algebra::<f64>()?;
             } else {
