@@ -133,7 +133,8 @@ pub struct Config {
     /// into its invocations' accumulators before its tree, so a large set pays for a bounded
     /// number of trees, not one per workgroup of elements. None (default): 64 on
     /// a CPU adapter (where a workgroup barrier is costly), 4096 on a GPU (enough workgroups
-    /// to fill one). Some(0) counts as 1.
+    /// to fill one). Some(0) counts as 1. Under `Strategy::Tune` this is the first cap tried;
+    /// the one measured fastest (or kept in the tune cache) replaces it.
     pub reduction_workgroups: Option<u32>,
     /// On N ranks: seconds a rank waits for the others (a message, a reduction, an agreement)
     /// before the job is aborted with a message naming the rank and what it waited in

@@ -14,16 +14,21 @@ pub enum Strategy {
     Hierarchical,
     /// One-level element colouring, one dispatch per colour.
     GlobalColour,
-    /// Native f32 atomics (adapters with SHADER_FLOAT32_ATOMIC).
+    /// Native f32 atomics (adapters with SHADER_FLOAT32_ATOMIC); f32 min/max and f64 by
+    /// compare-and-swap, f64 only on adapters with 64-bit integer atomics
+    /// (`Gpu::int64_atomics`).
     Atomics,
-    /// Compare-and-swap on u32 bit patterns.
+    /// Compare-and-swap on bit patterns: u32 for f32 (every adapter), u64 for f64 (adapters
+    /// with 64-bit integer atomics).
     Cas,
     /// Mini-partitions (one per workgroup) whose increments are combined in workgroup memory
-    /// with workgroup atomics (compare-and-swap on u32 bit patterns for f32), no thread
-    /// colours; block colours for the write to global memory. Needs no float atomics.
+    /// with workgroup atomics (compare-and-swap on the bit patterns of floats; f64 only with
+    /// 64-bit integer atomics), no thread colours; block colours for the write to global
+    /// memory. Needs no float atomics.
     Staged,
     /// Measured on the adapter at hand: the first executions of each loop group with racing
-    /// increments try every legal strategy (then workgroup sizes for the best), timed with GPU
+    /// increments try every legal strategy (then workgroup sizes for the best), and those of
+    /// a group reducing into Globals caps on its workgroups; timed with GPU
     /// timestamps where the adapter has them and a synchronised wall clock otherwise, and the
     /// fastest is kept. Choices are cached per adapter, group and size class
     /// (`Config::tune_cache`), so a second run starts tuned. `Context::tuning` and `explain()`

@@ -125,7 +125,20 @@ impl Context {
         ids.sort_unstable();
         ids.dedup();
         let racing_f32 = args.iter().any(|a| a.races() && a.data.dtype == DType::F32);
-        let extra = usize::from(space.subset().is_some() || racing_f32)
+        // One more buffer: the plan of a schedule that has one (it lists the elements, a
+        // subset's too), else a subset's indices. (Under `tune`, `auto`'s schedule: a
+        // candidate that needs more is left out when it is lowered.)
+        let racing: Vec<DType> = args
+            .iter()
+            .filter(|a| a.races())
+            .map(|a| a.data.dtype)
+            .collect();
+        let planned = crate::codegen::strategy::choose(
+            &crate::lower::request(&self.0.engine.choice),
+            &racing,
+        )
+        .is_ok_and(|s| s.plan() != crate::codegen::strategy::PlanKind::None);
+        let extra = usize::from(space.subset().is_some() || planned)
             + usize::from(
                 args.iter()
                     .any(|a| matches!(a.via, Via::Global) && a.access.is_reduction()),
@@ -165,10 +178,10 @@ impl Context {
                 site,
                 None,
                 format!(
-                    "{site}: strategy `{}`: {} (adapter {})",
+                    "{site}: strategy `{}` on adapter {}: {}",
                     self.0.config.strategy.name(),
-                    crate::codegen::strategy::F64_RACES,
-                    self.adapter()
+                    self.adapter(),
+                    crate::codegen::strategy::F64_RACES
                 ),
             ));
         }

@@ -36,6 +36,9 @@ pub(crate) struct Choice {
     pub check: bool,
     /// Struct-of-arrays Dats (`Config::soa`).
     pub soa: bool,
+    /// The most workgroups a group reducing into Globals runs (`Config::reduction_workgroups`,
+    /// at least 1, or the adapter's default; `tune` may pick another).
+    pub reduction_workgroups: u32,
 }
 
 /// What a binding refers to.
@@ -67,6 +70,8 @@ pub(crate) struct Lowered {
     pub resources: Vec<Resource>,
     pub plan: Option<PlanSpec>,
     pub space: IterSpace,
+    /// The cap on a reducing group's workgroups it runs with (`Choice::reduction_workgroups`).
+    pub reduction_workgroups: u32,
 }
 
 impl Lowered {
@@ -85,15 +90,7 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, strategy:
         ..Default::default()
     };
     let racing = racing_args(group);
-    let request = strategy::Request {
-        strategy: choice.strategy,
-        staging: choice.staging,
-        float_atomics: choice.float_atomics,
-        int64_atomics: choice.int64_atomics,
-        cpu_adapter: choice.cpu_adapter,
-        workgroup_size: choice.workgroup_size,
-    };
-    let schedule = strategy::choose(&request, &racing_types(group))?;
+    let schedule = strategy::choose(&request(choice), &racing_types(group))?;
     if schedule.plan() == PlanKind::None {
         bind_subset(&mut b, &space);
     }
@@ -159,7 +156,20 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, strategy:
         resources: b.resources,
         plan,
         space,
+        reduction_workgroups: choice.reduction_workgroups.max(1),
     })
+}
+
+/// What the schedule of a group lowered with `choice` depends on, besides the group.
+pub(crate) fn request(choice: &Choice) -> strategy::Request {
+    strategy::Request {
+        strategy: choice.strategy,
+        staging: choice.staging,
+        float_atomics: choice.float_atomics,
+        int64_atomics: choice.int64_atomics,
+        cpu_adapter: choice.cpu_adapter,
+        workgroup_size: choice.workgroup_size,
+    }
 }
 
 /// A binding of the runtime's own (the plan, the reductions' scratch, checking's records).

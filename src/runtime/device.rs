@@ -48,7 +48,8 @@ impl Gpu {
     }
     /// Whether f64 increments through maps can race in global (and workgroup) memory:
     /// compare-and-swap loops on their bits as `atomic<u64>` need
-    /// `SHADER_INT64_ATOMIC_ALL_OPS` (Vulkan GPUs and lavapipe; not GL, Metal or browsers).
+    /// `SHADER_INT64_ATOMIC_ALL_OPS` (64-bit atomics in storage and workgroup memory:
+    /// lavapipe and many Vulkan GPUs; not GL, Metal or browsers).
     pub fn int64_atomics(&self) -> bool {
         self.f64()
             && self

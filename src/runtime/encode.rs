@@ -185,7 +185,7 @@ pub(super) fn encode_group(
             .map(|b| &b.colour_offsets[..]),
         (lw.positions(), lw.space.first()),
         lw.ir.workgroup_size,
-        lw.ir.strided().then_some(ctx.reduction_workgroups),
+        lw.ir.strided().then_some(lw.reduction_workgroups),
     );
     let slots: u32 = ranges.iter().map(|r| r.2).sum();
     let const_words: Rc<[u32]> = Rc::from(codegen::consts::words(&lw.ir.consts));

@@ -265,6 +265,10 @@ async fn encode_submit_read(
             (out, used)
         });
         st.stats.dispatches += cmds.len() as u64;
+        st.stats.workgroups += cmds
+            .iter()
+            .map(|c| u64::from(c.grid.0) * u64::from(c.grid.1))
+            .sum::<u64>();
         st.stats.last_dispatches += cmds.len() as u64;
         st.stats.loops += enc.loops;
         st.stats.groups += groups.len() as u64;

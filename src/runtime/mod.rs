@@ -51,8 +51,6 @@ pub(crate) struct Engine {
     pub tuner: RefCell<Option<crate::lower::tune::Tuner>>,
     /// `Config::grid_limit`.
     pub grid_limit: Option<u32>,
-    /// `Config::reduction_workgroups` (at least 1), or the adapter's default.
-    pub reduction_workgroups: u32,
 }
 
 impl Engine {
@@ -69,6 +67,14 @@ impl Engine {
             soa: config.soa,
             workgroup_memory: gpu.limits.max_compute_workgroup_storage_size as usize,
             check: config.check,
+            reduction_workgroups: config
+                .reduction_workgroups
+                .unwrap_or(if gpu.info.device_type == wgpu::DeviceType::Cpu {
+                    64
+                } else {
+                    4096
+                })
+                .max(1),
         };
         let timestamps = gpu.timestamps() && config.gpu_timestamps;
         // In the browser a force cannot wait for a wall clock: without timestamps `tune` runs
@@ -101,14 +107,6 @@ impl Engine {
             wall_profile: wall_clock && (config.profile_table || config.trace.is_some()),
             timestamps,
             grid_limit: config.grid_limit,
-            reduction_workgroups: config
-                .reduction_workgroups
-                .unwrap_or(if gpu.info.device_type == wgpu::DeviceType::Cpu {
-                    64
-                } else {
-                    4096
-                })
-                .max(1),
             gpu,
         }
     }
@@ -185,6 +183,8 @@ pub struct Stats {
     pub submissions: u64,
     /// Compute dispatches encoded.
     pub dispatches: u64,
+    /// Workgroups those dispatches ran (a 2-D grid counts all its rows).
+    pub workgroups: u64,
     /// par_loops executed (on either target).
     pub loops: u64,
     /// Loop groups executed (a fused group counts once).

@@ -78,10 +78,10 @@ pub struct Request {
 
 /// Why `atomics`, `cas` and `staged` cannot take f64 increments through maps on an adapter
 /// without 64-bit integer atomics.
-pub(crate) const F64_RACES: &str = "f64 increments through a map under `atomics`, `cas` or \
-     `staged` are compare-and-swap loops on 64-bit atomics (SHADER_INT64_ATOMIC_ALL_OPS: Vulkan \
-     GPUs and lavapipe have them; GL, Metal and browsers do not), which this adapter lacks; use \
-     `auto`, `global-colour` or `hierarchical`";
+pub(crate) const F64_RACES: &str = "f64 increments (or min/max) through a map under `atomics`, \
+     `cas` or `staged` are compare-and-swap loops on 64-bit atomics in storage and workgroup \
+     memory (SHADER_INT64_ATOMIC_ALL_OPS: lavapipe and many Vulkan GPUs have them; GL, Metal and \
+     browsers do not), which this adapter lacks; use `auto`, `global-colour` or `hierarchical`";
 
 /// Why a strategy cannot run a group's racing increments; its `Display` is the reason an
 /// error gives.

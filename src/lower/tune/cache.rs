@@ -16,6 +16,10 @@ pub(super) struct Stored {
     pub group: String,
     pub strategy: String,
     pub workgroup_size: u32,
+    /// The cap on a reducing group's workgroups (absent: the group does not reduce, or the
+    /// entry predates caps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reduction_workgroups: Option<u32>,
     pub ms: f64,
 }
 

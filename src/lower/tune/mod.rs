@@ -1,8 +1,12 @@
 //! Autotuning (`Strategy::Tune`): for each loop group with racing float increments, the first
 //! executions try every legal strategy (round-robin, `Config::tune_reps` timed executions
 //! each), then the workgroup sizes 64, 128 and 256 for the fastest; the candidate with the
-//! lowest median time is kept. Every execution is real work: a candidate is only ever a way to
-//! run the group, and each gives the group's results.
+//! lowest median time is kept. A group that reduces into Globals also tries caps on its
+//! workgroups (`Config::reduction_workgroups`: the default, 16 and 4 times fewer, 4 times
+//! more; those that give the group a different number of workgroups): first, where nothing
+//! races, else with the workgroup sizes. Every execution is real work: a candidate is only
+//! ever a way to run the group, and each gives the group's results. The group's first timed
+//! execution is a warm-up and not counted.
 //!
 //! Times come from GPU timestamps where the adapter has them (the group's own compute pass),
 //! otherwise from a synchronised wall clock (the executor submits the group alone, from
@@ -12,22 +16,22 @@
 //! second run starts tuned.
 //!
 //! Not tuned: the data layout (`Config::soa` is one layout for every Dat a program holds, not
-//! a per-group choice) and groups where nothing races or only integers do (their schedule is
-//! fixed).
+//! a per-group choice) and groups that neither reduce into Globals nor have racing float
+//! increments (their schedule is fixed).
 
 mod cache;
 mod report;
+mod signature;
 
 pub(crate) use report::describe;
 pub use report::{Tried, TuneReport};
 
-use super::{Choice, racing_types};
+use super::Choice;
 use crate::codegen::strategy::{self, Request, Schedule};
 use crate::config::{Strategy, TuneCache, Variant};
-use crate::data::{IterSpace, Via};
 use crate::fuse::Group;
-use crate::types::DType;
 use cache::{Cache, Stored};
+use signature::{Signature, caps, names, same_code, signature};
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -46,11 +50,17 @@ pub(crate) type Trial = (String, usize);
 struct Candidate {
     variant: Variant,
     workgroup_size: u32,
+    /// The cap on the group's workgroups (None: the group does not reduce into Globals).
+    reduction_workgroups: Option<u32>,
 }
 
 impl Candidate {
     fn label(&self) -> String {
-        format!("{}, workgroup {}", self.variant.name(), self.workgroup_size)
+        let mut s = format!("{}, workgroup {}", self.variant.name(), self.workgroup_size);
+        if let Some(r) = self.reduction_workgroups {
+            let _ = write!(s, ", at most {r} workgroups");
+        }
+        s
     }
 }
 
@@ -69,6 +79,12 @@ struct Tuning {
     rejected: Vec<bool>,
     /// The workgroup sizes were added (second stage).
     sizes_added: bool,
+    /// The group's first timed execution came back: it is a warm-up, not a sample (its
+    /// buffers are touched for the first time, which on a CPU adapter costs several times a
+    /// run).
+    warmed: bool,
+    /// The caps the second stage adds (a reducing group whose first stage tried strategies).
+    caps_later: Vec<u32>,
     /// Next candidate, round-robin.
     next: usize,
     chosen: Option<usize>,
@@ -183,6 +199,7 @@ impl Tuner {
             strategy: c.variant.strategy,
             staging: c.variant.staging,
             workgroup_size: c.workgroup_size,
+            reduction_workgroups: c.reduction_workgroups.unwrap_or(base.reduction_workgroups),
             ..*base
         };
         if let Some(c) = t.chosen {
@@ -214,7 +231,25 @@ impl Tuner {
     fn start(&self, g: &Group, base: &Choice, sig: &Signature) -> Tuning {
         let mut schedules: Vec<Schedule> = Vec::new();
         let mut candidates = Vec::new();
-        for v in Variant::available(base.float_atomics).filter(|v| v.strategy != Strategy::Tune) {
+        let positions = g.loops[0].space.len();
+        let cap = sig.reduces.then_some(base.reduction_workgroups);
+        let mut caps_later = Vec::new();
+        if sig.reduces {
+            let all = caps(base.reduction_workgroups, positions, base.workgroup_size);
+            if sig.races_floats() {
+                caps_later = all[1..].to_vec();
+            } else {
+                // Nothing races: the schedule is fixed, the cap is what is tried.
+                candidates.extend(all.into_iter().map(|r| Candidate {
+                    variant: Variant::AUTO,
+                    workgroup_size: base.workgroup_size,
+                    reduction_workgroups: Some(r),
+                }));
+            }
+        }
+        let strategies = Variant::available(base.float_atomics)
+            .filter(|v| v.strategy != Strategy::Tune && sig.races_floats());
+        for v in strategies {
             let req = Request {
                 strategy: v.strategy,
                 staging: v.staging,
@@ -224,11 +259,12 @@ impl Tuner {
                 workgroup_size: base.workgroup_size,
             };
             if let Ok(s) = strategy::choose(&req, &sig.racing) {
-                if !schedules.contains(&s) {
+                if !schedules.iter().any(|o| same_code(o, &s, &sig.racing)) {
                     schedules.push(s);
                     candidates.push(Candidate {
                         variant: v,
                         workgroup_size: base.workgroup_size,
+                        reduction_workgroups: cap,
                     });
                 }
             }
@@ -236,13 +272,15 @@ impl Tuner {
         let n = candidates.len();
         let mut t = Tuning {
             group: names(g),
-            positions: g.loops[0].space.len(),
+            positions,
             file_key: sig.file.clone(),
             samples: vec![Vec::new(); n],
             pruned: vec![false; n],
             rejected: vec![false; n],
             candidates,
             sizes_added: false,
+            caps_later,
+            warmed: false,
             next: 0,
             chosen: None,
             from_cache: false,
@@ -271,6 +309,8 @@ impl Tuner {
                 t.candidates = vec![Candidate {
                     variant,
                     workgroup_size: s.workgroup_size,
+                    // An entry without a cap (an older file) runs with the default.
+                    reduction_workgroups: cap.map(|c| s.reduction_workgroups.unwrap_or(c).max(1)),
                 }];
                 t.samples = vec![vec![s.ms * 1e6]];
                 (t.pruned, t.rejected) = (vec![false], vec![false]);
@@ -288,6 +328,10 @@ impl Tuner {
             return;
         };
         if t.chosen.is_some() || *c >= t.candidates.len() || !ns.is_finite() || t.rejected[*c] {
+            return;
+        }
+        if !t.warmed {
+            t.warmed = true;
             return;
         }
         t.samples[*c].push(ns);
@@ -310,7 +354,7 @@ impl Tuner {
         if !t.sizes_added {
             t.sizes_added = true;
             let b = t.candidates[best];
-            let more: Vec<Candidate> = WORKGROUP_SIZES
+            let mut more: Vec<Candidate> = WORKGROUP_SIZES
                 .into_iter()
                 .filter(|&w| w != b.workgroup_size && w <= self.workgroup_max)
                 .map(|workgroup_size| Candidate {
@@ -318,6 +362,15 @@ impl Tuner {
                     ..b
                 })
                 .collect();
+            // A block plan runs one workgroup per block: no cap reaches its dispatches.
+            let capped = !matches!(
+                b.variant.strategy,
+                Strategy::Hierarchical | Strategy::Staged
+            );
+            more.extend(t.caps_later.iter().filter(|_| capped).map(|&r| Candidate {
+                reduction_workgroups: Some(r),
+                ..b
+            }));
             if !more.is_empty() {
                 let k = more.len();
                 t.samples.extend(std::iter::repeat_n(Vec::new(), k));
@@ -337,6 +390,7 @@ impl Tuner {
             group: t.group.clone(),
             strategy: t.candidates[best].variant.name().to_string(),
             workgroup_size: t.candidates[best].workgroup_size,
+            reduction_workgroups: t.candidates[best].reduction_workgroups,
             ms: t.median(best).unwrap_or(0.0) / 1e6,
         };
         if let Err(e) = self.cache.choose(s) {
@@ -420,85 +474,4 @@ impl Tuner {
         r.sort_by(|a, b| (&a.group, a.positions).cmp(&(&b.group, b.positions)));
         r
     }
-}
-
-fn names(g: &Group) -> String {
-    g.loops
-        .iter()
-        .map(|l| l.kernel.name())
-        .collect::<Vec<_>>()
-        .join("+")
-}
-
-/// A group's keys: `file` (its kernels' sources, arguments, layout, checking and size class:
-/// what the cache keeps a choice under) and `instance` (with its Sets, Maps and positions:
-/// one tuning per group instance in a run), and its racing types.
-struct Signature {
-    file: String,
-    instance: String,
-    racing: Vec<DType>,
-}
-
-/// The group's signature, or None when nothing would be tuned (no float races, or no
-/// positions).
-fn signature(g: &Group, base: &Choice) -> Option<Signature> {
-    let racing = racing_types(g);
-    let positions = g.loops[0].space.len();
-    if positions == 0 || !racing.iter().any(|t| matches!(t, DType::F32 | DType::F64)) {
-        return None;
-    }
-    let mut s = format!(
-        "soa {} check {} block {:?} balance {}\n",
-        base.soa, base.check, base.block_size, base.balance
-    );
-    let mut ids = String::new();
-    for lp in &g.loops {
-        let _ = writeln!(
-            s,
-            "{}\n{}",
-            lp.kernel.name(),
-            lp.kernel.wgsl().unwrap_or("")
-        );
-        let space = match &lp.space {
-            IterSpace::Set(_) => "set",
-            IterSpace::Subset(_) => "subset",
-            IterSpace::WithExecHalo(_) => "exec halo",
-            IterSpace::Core(_) => "core",
-            IterSpace::Owned(_, _) => "owned",
-        };
-        let _ = writeln!(s, "{space}");
-        let _ = write!(ids, "{} {}:", lp.space.set().id(), lp.space.len());
-        for (k, a) in lp.args.iter().enumerate() {
-            let via = match &a.via {
-                Via::Direct => "direct".to_string(),
-                Via::Map(m, j) => format!("map {} [{j}]", m.arity()),
-                Via::MapAll(m) => format!("map {} all", m.arity()),
-                Via::Global => "global".to_string(),
-            };
-            let _ = writeln!(s, "{:?} {:?} {} {via}", a.access, a.data.dtype, a.data.dim);
-            // Maps make plans differ; Dats only by aliasing (a Dat made anew each step must
-            // not restart the tuning).
-            let map = a.map().map_or(0, |m| m.id());
-            let alias = lp
-                .args
-                .iter()
-                .position(|o| o.data.id == a.data.id)
-                .unwrap_or(k);
-            let _ = write!(ids, " {alias}/{map}");
-        }
-    }
-    let class = positions.next_power_of_two().trailing_zeros();
-    let file = format!("{:016x}-{class}", fnv1a(s.as_bytes()));
-    Some(Signature {
-        instance: format!("{file} {ids}"),
-        file,
-        racing,
-    })
-}
-
-/// FNV-1a, 64 bits: a hash that stays the same across builds (the cache file keeps it).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }

@@ -5,9 +5,9 @@ use super::{Res, base, sig};
 use parloop::{Config, Context, Staging, Strategy};
 use std::fmt::Write;
 
-/// Under `tune`, runs `step` until a step runs no trial (every group that recurs has chosen;
-/// a group seen once, such as the first step's fusion, keeps its one trial); at most 2000
-/// steps. Returns the steps it took (0 under any other strategy).
+/// Under `tune`, runs `step` until a step runs no trial and meets no new group (every group
+/// that recurs has chosen; a group seen once, such as the first step's fusion, keeps only its
+/// warm-up); at most 2000 steps. Returns the steps it took (0 under any other strategy).
 pub fn warm(ctx: &Context, mut step: impl FnMut() -> Res<()>) -> Res<usize> {
     if ctx.config().strategy != Strategy::Tune {
         return Ok(0);
@@ -19,10 +19,11 @@ pub fn warm(ctx: &Context, mut step: impl FnMut() -> Res<()>) -> Res<usize> {
             .sum()
     };
     for k in 1..=2000 {
-        let before = trials(ctx);
+        let (before, groups) = (trials(ctx), ctx.tuning().len());
         step()?;
         let chose = ctx.tuning().iter().any(|r| r.chosen.is_some());
-        if chose && trials(ctx) == before {
+        // A group met for the first time ran its warm-up, which is not counted as a trial.
+        if chose && trials(ctx) == before && ctx.tuning().len() == groups {
             return Ok(k - 1);
         }
     }

@@ -5,7 +5,7 @@
 //! as a ranking.
 
 use super::{Res, base, context, sig};
-use parloop::{Config, Context, Dat, Real, Set};
+use parloop::{Config, Context, Dat, Real, Set, Strategy, TuneCache};
 use std::fmt::Write;
 use std::time::Instant;
 
@@ -46,8 +46,11 @@ const BATCH: usize = 5;
 const REPEATS: usize = 7;
 
 /// The dot product's rows: `Config::reduction_workgroups` (None: the adapter's default;
-/// `u32::MAX`: uncapped, a workgroup tree per 256 elements).
-const CAPS: [Option<u32>; 4] = [Some(u32::MAX), Some(4096), Some(256), None];
+/// `u32::MAX`: uncapped, a workgroup tree per 256 elements; 0: `tune` picks).
+const CAPS: [Option<u32>; 5] = [Some(u32::MAX), Some(4096), Some(256), None, Some(0)];
+
+/// Batches that `tune` gets to settle on its choice before the tune row is timed.
+const TUNE_BATCHES: usize = 20;
 
 /// The section, at the element counts `ns`.
 pub fn vectors(r: &mut String, ns: &[usize], copy: f64) -> Res<()> {
@@ -60,7 +63,8 @@ pub fn vectors(r: &mut String, ns: &[usize], copy: f64) -> Res<()> {
          over every execution; `-` without timestamps), and the GB/s it gives: what the \
          kernels reach, where the wall time of one operation is mostly the force's latency on \
          a fast GPU. The dot product under several `reduction_workgroups` (the most \
-         workgroups a reducing dispatch runs). Dispatches and uploads per \
+         workgroups a reducing dispatch runs), and under `tune`, timed once it has chosen \
+         (its GPU time from then on). Dispatches and uploads per \
          operation.\n\n\
          | operation | n | ms | GB/s | of copy | GPU ms | GPU GB/s | GPU of copy | dispatches | uploads |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
@@ -83,21 +87,26 @@ struct Case<'a, T: Real> {
     x: Dat<T>,
     y: Dat<T>,
     dot: bool,
+    /// GPU time (ns) and executions of the operation before timing began (`tune`'s trials).
+    gpu_before: (u64, u64),
 }
 
 impl<T: Real> Case<'_, T> {
     /// The mean GPU time of one operation in ms, from the timestamps of every execution of its
     /// loop group (None without timestamps).
     fn gpu_ms(&self) -> Option<f64> {
+        let (ns, calls) = self.gpu_totals();
+        let (ns, calls) = (ns - self.gpu_before.0, calls - self.gpu_before.1);
+        (calls > 0 && ns > 0).then(|| ns as f64 / calls as f64 / 1e6)
+    }
+    fn gpu_totals(&self) -> (u64, u64) {
         let key = if self.dot { "pl_dot_" } else { "pl_axpy_" };
-        let (ns, calls) = self
-            .ctx
+        self.ctx
             .stats()
             .kernel_times
             .iter()
             .filter(|(label, _)| label.contains(key))
-            .fold((0, 0), |(ns, calls), (_, t)| (ns + t.ns, calls + t.calls));
-        (calls > 0 && ns > 0).then(|| ns as f64 / calls as f64 / 1e6)
+            .fold((0, 0), |(ns, calls), (_, t)| (ns + t.ns, calls + t.calls))
     }
     /// `BATCH` operations, then a force; the dot products' Globals are kept until it (a
     /// result nobody holds is not computed).
@@ -120,10 +129,23 @@ fn rows<T: Real>(r: &mut String, n: usize, copy: f64) -> Res<()> {
         .iter()
         .map(|&cap| {
             // Unfused: each operation is its own pass over memory.
+            let tune = cap == Some(0);
+            let b = base()?;
             context(Config {
-                reduction_workgroups: cap,
+                reduction_workgroups: cap.filter(|_| !tune),
                 fusion: false,
-                ..base()?
+                // The fixed rows stay fixed under PARLOOP_STRATEGY=tune.
+                strategy: match (tune, b.strategy) {
+                    (true, _) => Strategy::Tune,
+                    (false, Strategy::Tune) => Strategy::Auto,
+                    (false, s) => s,
+                },
+                tune_cache: if tune {
+                    TuneCache::Off
+                } else {
+                    b.tune_cache.clone()
+                },
+                ..b
             })
         })
         .collect::<Res<Vec<Context>>>()?;
@@ -138,9 +160,11 @@ fn rows<T: Real>(r: &mut String, n: usize, copy: f64) -> Res<()> {
                 x: ctx.dat("x", &set, 1, &xs).map_err(err)?,
                 y: ctx.dat("y", &set, 1, &xs).map_err(err)?,
                 dot,
+                gpu_before: (0, 0),
             })
         };
         let label = match cap {
+            Some(0) => "dot, tune,".to_string(),
             Some(u32::MAX) => "dot, a workgroup per 256 elements,".to_string(),
             Some(c) => format!("dot, {c} workgroups,"),
             None => "dot, the default,".to_string(),
@@ -150,10 +174,23 @@ fn rows<T: Real>(r: &mut String, n: usize, copy: f64) -> Res<()> {
             cases.push(case("axpy".into(), false)?);
         }
     }
-    // Each case once untimed (pipelines compiled, buffers resident), then counted.
+    // Each case once untimed (pipelines compiled, buffers resident; `tune` until it has
+    // chosen), then counted.
     let mut counts = Vec::new();
-    for c in &cases {
+    for c in cases.iter_mut() {
         c.batch().map_err(err)?;
+        if c.dot && c.ctx.config().strategy == Strategy::Tune {
+            for _ in 0..TUNE_BATCHES {
+                if c.ctx.tuning().iter().all(|t| t.chosen.is_some()) {
+                    break;
+                }
+                c.batch().map_err(err)?;
+            }
+            if let Some(chosen) = c.ctx.tuning().iter().find_map(|t| t.chosen.clone()) {
+                c.label = format!("dot, tune ({}),", chosen.replace("auto, ", ""));
+            }
+            c.gpu_before = c.gpu_totals();
+        }
         let before = c.ctx.stats();
         c.batch().map_err(err)?;
         let after = c.ctx.stats();
