@@ -537,3 +537,60 @@ fn a_reducing_group_tries_caps_on_its_workgroups_and_the_cache_keeps_the_cap() {
     assert!(fresh.tuning().is_empty(), "{:?}", fresh.tuning());
     let _ = std::fs::remove_file(&file);
 }
+
+/// `x . x` and `x . y` are one kernel over one set, but not one group to the cache: reading one
+/// Dat twice halves the memory a position reads, so each keeps its own choice.
+#[test]
+fn a_kernel_reading_one_dat_twice_is_another_group_in_the_cache() {
+    let file = cache_file("alias");
+    let ctx = tuned(&file, 1);
+    let n = 1 << 18;
+    let set = Set::new("s", n);
+    let a = small_ints(n, 6);
+    let b = small_ints(n, 7);
+    let (x, y) = (
+        ctx.dat("x", &set, 1, &a).unwrap(),
+        ctx.dat("y", &set, 1, &b).unwrap(),
+    );
+    let xy: f32 = a.iter().zip(&b).map(|(p, q)| p * q).sum();
+    let xx: f32 = a.iter().map(|p| p * p).sum();
+    let k = Kernel::new(
+        "dot",
+        "fn dot(a: ptr<function, array<f32, 1>>, b: ptr<function, array<f32, 1>>, \
+         s: ptr<function, array<f32, 1>>) { (*s)[0] += (*a)[0] * (*b)[0]; }",
+    );
+    for step in 0..40 {
+        let (s1, s2) = (
+            ctx.global("s1", &[0.0f32]).unwrap(),
+            ctx.global("s2", &[0.0f32]).unwrap(),
+        );
+        ctx.par_loop(&k, &set, &[x.read(), y.read(), s1.inc()])
+            .unwrap();
+        ctx.par_loop(&k, &set, &[x.read(), x.read(), s2.inc()])
+            .unwrap();
+        assert_eq!(
+            (s1.value().unwrap()[0], s2.value().unwrap()[0]),
+            (xy, xx),
+            "step {step}"
+        );
+        if ctx.tuning().len() == 2 && chosen(&ctx) {
+            break;
+        }
+    }
+    assert!(
+        chosen(&ctx) && ctx.tuning().len() == 2,
+        "{:?}",
+        ctx.tuning()
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let keys: Vec<&str> = json["choices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys.len(), 2, "{json}");
+    assert_ne!(keys[0], keys[1], "{json}");
+    let _ = std::fs::remove_file(&file);
+}

@@ -118,15 +118,20 @@ pub(super) fn signature(g: &Group, base: &Choice) -> Option<Signature> {
                 Via::MapAll(m) => format!("map {} all", m.arity()),
                 Via::Global => "global".to_string(),
             };
-            let _ = writeln!(s, "{:?} {:?} {} {via}", a.access, a.data.dtype, a.data.dim);
             // Maps make plans differ; Dats only by aliasing (a Dat made anew each step must
-            // not restart the tuning).
+            // not restart the tuning), which the cache's key keeps too: `x . x` reads half
+            // the memory of `x . y`, and their choices differ.
             let map = a.map().map_or(0, |m| m.id());
             let alias = lp
                 .args
                 .iter()
                 .position(|o| o.data.id == a.data.id)
                 .unwrap_or(k);
+            let _ = writeln!(
+                s,
+                "{:?} {:?} {} {via} as {alias}",
+                a.access, a.data.dtype, a.data.dim
+            );
             let _ = write!(ids, " {alias}/{map}");
         }
     }
