@@ -57,6 +57,7 @@ impl Context {
             st.stats.forces += 1;
             st.stats.last_dispatches = 0;
             self.0.engine.shaders.borrow_mut().clear();
+            self.0.engine.schedules.borrow_mut().clear();
         }
         // Loops whose effect nobody can observe do not run (reads of loops still pending count).
         let still_pending: BTreeSet<u64> = self
@@ -144,6 +145,28 @@ impl Context {
             let dispatches = st.stats.last_dispatches;
             let mut text = explain;
             text.line(&format!("  dispatches: {dispatches}"));
+            // Each schedule once, with its count, in order of first appearance.
+            let mut seen: Vec<(&str, usize)> = Vec::new();
+            let schedules = self.0.engine.schedules.borrow();
+            for s in schedules.iter() {
+                match seen.iter_mut().find(|(t, _)| t == s) {
+                    Some((_, n)) => *n += 1,
+                    None => seen.push((s, 1)),
+                }
+            }
+            if !seen.is_empty() {
+                let list: Vec<String> = seen
+                    .iter()
+                    .map(|(s, n)| {
+                        if *n > 1 {
+                            format!("{s} x {n}")
+                        } else {
+                            s.to_string()
+                        }
+                    })
+                    .collect();
+                text.line(&format!("  schedules: {}", list.join(", ")));
+            }
             if self.ranks() > 1 {
                 let (skipped, merged) = self.0.dist().halo_counts.get();
                 let now = (

@@ -188,6 +188,18 @@ pub(super) fn encode_group(
         lw.ir.strided().then_some(lw.reduction_workgroups),
     );
     let slots: u32 = ranges.iter().map(|r| r.2).sum();
+    let schedule = lw.ir.schedule.name();
+    ctx.schedules
+        .borrow_mut()
+        .push(match lw.ir.schedule.plan() {
+            codegen::strategy::PlanKind::None => schedule.to_string(),
+            codegen::strategy::PlanKind::Colouring => {
+                format!("{schedule} ({} colours)", ranges.len())
+            }
+            codegen::strategy::PlanKind::Blocks => {
+                format!("{schedule} ({} block colours)", ranges.len())
+            }
+        });
     let const_words: Rc<[u32]> = Rc::from(codegen::consts::words(&lw.ir.consts));
     if const_words.len() > codegen::consts::MAX_WORDS {
         return Err(Error::ParLoop {

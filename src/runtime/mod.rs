@@ -32,6 +32,8 @@ pub(crate) struct Engine {
     pub rt: RefCell<State>,
     /// The WGSL of the groups the last force ran.
     pub shaders: RefCell<Vec<Rc<str>>>,
+    /// How each group the last force ran was scheduled: "global-colour (4 colours)".
+    pub schedules: RefCell<Vec<String>>,
     /// The execution knobs lowering needs (from the configuration and the adapter).
     pub choice: crate::lower::Choice,
     /// Time each group (`Config::times_groups`): with timestamp queries where the adapter has
@@ -102,6 +104,7 @@ impl Engine {
             pending_times: RefCell::new(Vec::new()),
             rt: RefCell::new(State::with_soa(config.soa)),
             shaders: RefCell::new(Vec::new()),
+            schedules: RefCell::new(Vec::new()),
             choice,
             profile: config.times_groups(),
             wall_profile: wall_clock && (config.profile_table || config.trace.is_some()),

@@ -198,6 +198,20 @@ fn indirect_inc_is_exact_under_every_strategy() {
                 &expect[..],
                 "{what}, {strategy:?}/{staging:?}"
             );
+            // explain() names the schedule the loop ran, and a colouring's colours: one
+            // dispatch each.
+            let explain = ctx.explain();
+            let name = Variant::new(strategy, staging).name();
+            let dispatches = ctx.stats().last_dispatches;
+            let expected = match strategy {
+                Strategy::GlobalColour => format!("schedules: {name} ({dispatches} colours)"),
+                Strategy::Hierarchical | Strategy::Staged => {
+                    format!("schedules: {name} ({dispatches} block colours)")
+                }
+                Strategy::Atomics | Strategy::Cas => format!("schedules: {name}\n"),
+                Strategy::Auto | Strategy::Tune => "schedules: ".to_string(),
+            };
+            assert!(explain.contains(&expected), "{expected}: {explain}");
         }
     }
 }

@@ -191,6 +191,19 @@ impl Schedule {
             Schedule::Staged => f64_atomics(req, racing),
         }
     }
+    /// Its name in `explain()`: the strategy's ("direct" where nothing races).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Schedule::Direct => "direct",
+            Schedule::Atomics => "atomics",
+            Schedule::Cas => "cas",
+            Schedule::GlobalColour => "global-colour",
+            Schedule::Hierarchical(Staging::Inc) => "hierarchical-inc",
+            Schedule::Hierarchical(Staging::All) => "hierarchical-all",
+            Schedule::Hierarchical(Staging::None) => "hierarchical-none",
+            Schedule::Staged => "staged",
+        }
+    }
     /// The plan the schedule needs.
     pub fn plan(&self) -> PlanKind {
         match self {
