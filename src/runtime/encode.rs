@@ -65,7 +65,7 @@ pub(super) fn encode_group(
     check_base: u32,
     params: &mut Vec<(Params, Rc<[u32]>)>,
     cmds: &mut Vec<Cmd>,
-) -> Result<(u64, Option<Vec<codegen::check::CheckSite>>)> {
+) -> Result<(u64, Option<Vec<codegen::check::CheckSite>>, String)> {
     let gpu = &ctx.gpu;
     let names = || g.names();
     let plan = match &lw.plan {
@@ -189,17 +189,15 @@ pub(super) fn encode_group(
     );
     let slots: u32 = ranges.iter().map(|r| r.2).sum();
     let schedule = lw.ir.schedule.name();
-    ctx.schedules
-        .borrow_mut()
-        .push(match lw.ir.schedule.plan() {
-            codegen::strategy::PlanKind::None => schedule.to_string(),
-            codegen::strategy::PlanKind::Colouring => {
-                format!("{schedule} ({} colours)", ranges.len())
-            }
-            codegen::strategy::PlanKind::Blocks => {
-                format!("{schedule} ({} block colours)", ranges.len())
-            }
-        });
+    let colours = |kind: &str| match ranges.len() {
+        1 => format!("{schedule} (1 {kind})"),
+        n => format!("{schedule} ({n} {kind}s)"),
+    };
+    let label = match lw.ir.schedule.plan() {
+        codegen::strategy::PlanKind::None => schedule.to_string(),
+        codegen::strategy::PlanKind::Colouring => colours("colour"),
+        codegen::strategy::PlanKind::Blocks => colours("block colour"),
+    };
     let const_words: Rc<[u32]> = Rc::from(codegen::consts::words(&lw.ir.consts));
     if const_words.len() > codegen::consts::MAX_WORDS {
         return Err(Error::ParLoop {
@@ -281,7 +279,7 @@ pub(super) fn encode_group(
             }
         }
     }
-    Ok((words as u64 * slots as u64, sites))
+    Ok((words as u64 * slots as u64, sites, label))
 }
 
 /// A 2-D grid when the workgroups exceed one dimension's limit.

@@ -270,6 +270,9 @@ async fn encode_submit_read(
             .map(|c| u64::from(c.grid.0) * u64::from(c.grid.1))
             .sum::<u64>();
         st.stats.last_dispatches += cmds.len() as u64;
+        ctx.schedules
+            .borrow_mut()
+            .extend(std::mem::take(&mut enc.schedules));
         st.stats.loops += enc.loops;
         st.stats.groups += groups.len() as u64;
         // Readbacks ride in the same submission.
@@ -342,6 +345,8 @@ struct Encoded {
     scratch_words: u64,
     checks: Checks,
     loops: u64,
+    /// How each group was scheduled (`explain()`'s line), once it is encoded.
+    schedules: Vec<String>,
 }
 
 /// Lowers and encodes each group (plan, pipeline, buffers, dispatches). Under `tune`, a
@@ -360,6 +365,7 @@ fn encode_groups(
     let mut scratch_words = 0u64;
     let mut checks = Checks::default();
     let mut loops = 0u64;
+    let mut schedules = Vec::new();
     for (gi, g) in groups.iter().enumerate() {
         loops += g.loops.len() as u64;
         let (first, first_params) = (cmds.len(), params.len());
@@ -381,9 +387,10 @@ fn encode_groups(
                 &mut cmds,
             );
             match encoded {
-                Ok(out) => {
+                Ok((words, sites, label)) => {
                     trials[gi] = trial.filter(|(_, timed)| *timed).map(|(k, _)| k);
-                    break out;
+                    schedules.push(label);
+                    break (words, sites);
                 }
                 Err(e) => {
                     let retry = trial.as_ref().is_some_and(|(k, _)| {
@@ -410,6 +417,7 @@ fn encode_groups(
         scratch_words,
         checks,
         loops,
+        schedules,
     })
 }
 

@@ -52,6 +52,7 @@ mod renumber;
 mod solve_report;
 mod tidy;
 mod tune;
+mod tune_caps;
 mod vtk;
 mod wave;
 mod wave3;

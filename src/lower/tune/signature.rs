@@ -95,6 +95,13 @@ pub(super) fn signature(g: &Group, base: &Choice) -> Option<Signature> {
         base.soa, base.check, base.block_size, base.balance
     );
     let mut ids = String::new();
+    // Every argument of the group in order: an argument's alias is the first with its data.
+    let data: Vec<u64> = g
+        .loops
+        .iter()
+        .flat_map(|l| l.args.iter().map(|a| a.data.id))
+        .collect();
+    let mut k = 0;
     for lp in &g.loops {
         let _ = writeln!(
             s,
@@ -111,22 +118,19 @@ pub(super) fn signature(g: &Group, base: &Choice) -> Option<Signature> {
         };
         let _ = writeln!(s, "{space}");
         let _ = write!(ids, "{} {}:", lp.space.set().id(), lp.space.len());
-        for (k, a) in lp.args.iter().enumerate() {
+        for a in &lp.args {
             let via = match &a.via {
                 Via::Direct => "direct".to_string(),
                 Via::Map(m, j) => format!("map {} [{j}]", m.arity()),
                 Via::MapAll(m) => format!("map {} all", m.arity()),
                 Via::Global => "global".to_string(),
             };
-            // Maps make plans differ; Dats only by aliasing (a Dat made anew each step must
-            // not restart the tuning), which the cache's key keeps too: `x . x` reads half
-            // the memory of `x . y`, and their choices differ.
+            // Maps make plans differ; Dats only by aliasing, across the group's loops (a Dat
+            // made anew each step must not restart the tuning), which the cache's key keeps
+            // too: `x . x` reads half the memory of `x . y`, and their choices differ.
             let map = a.map().map_or(0, |m| m.id());
-            let alias = lp
-                .args
-                .iter()
-                .position(|o| o.data.id == a.data.id)
-                .unwrap_or(k);
+            let alias = data.iter().position(|&d| d == a.data.id).unwrap_or(k);
+            k += 1;
             let _ = writeln!(
                 s,
                 "{:?} {:?} {} {via} as {alias}",
