@@ -37,8 +37,8 @@ pub type HostFn = Rc<dyn Fn(&mut HostArgs)>;
 
 pub(crate) struct KernelInner {
     /// Equal for kernels of equal name and source (128 bits of two hashes), whichever
-    /// `Kernel::new` call made them: fusion's cache keys on it, so a kernel made again at every step (as the solvers
-    /// and many programs do) finds the grouping of the step before.
+    /// `Kernel::new` call made them: fusion's cache keys on it, so a kernel made again at
+    /// every step (as the solvers and many programs do) finds the grouping of the step before.
     pub content: u128,
     pub name: String,
     pub wgsl: Option<String>,

@@ -124,20 +124,22 @@ impl Context {
         );
         ids.sort_unstable();
         ids.dedup();
-        let racing_f32 = args.iter().any(|a| a.races() && a.data.dtype == DType::F32);
-        // One more buffer: the plan of a schedule that has one (it lists the elements, a
-        // subset's too), else a subset's indices. (Under `tune`, `auto`'s schedule: a
-        // candidate that needs more is left out when it is lowered.)
+        // The schedule the loop gets on its own (under `tune`, `auto`'s: a candidate that
+        // needs more is left out when it is lowered), or why the strategy cannot run it.
         let racing: Vec<DType> = args
             .iter()
             .filter(|a| a.races())
             .map(|a| a.data.dtype)
             .collect();
-        let planned = crate::codegen::strategy::choose(
+        let schedule = crate::codegen::strategy::choose(
             &crate::lower::request(&self.0.engine.choice),
             &racing,
-        )
-        .is_ok_and(|s| s.plan() != crate::codegen::strategy::PlanKind::None);
+        );
+        // One more buffer: the plan of a schedule that has one (it lists the elements, a
+        // subset's too), else a subset's indices.
+        let planned = schedule
+            .as_ref()
+            .is_ok_and(|s| s.plan() != crate::codegen::strategy::PlanKind::None);
         let extra = usize::from(space.subset().is_some() || planned)
             + usize::from(
                 args.iter()
@@ -166,38 +168,14 @@ impl Context {
                 ),
             ));
         }
-        let racing_f64 = args.iter().any(|a| a.races() && a.data.dtype == DType::F64);
-        if racing_f64
-            && !self
-                .0
-                .config
-                .strategy
-                .takes_f64(self.0.engine.gpu.int64_atomics())
-        {
+        if let Err(illegal) = schedule {
             return Err(Error::par_loop(
                 site,
                 None,
                 format!(
-                    "{site}: strategy `{}` on adapter {}: {}",
+                    "{site}: strategy `{}` on adapter {}: {illegal}",
                     self.0.config.strategy.name(),
-                    self.adapter(),
-                    crate::codegen::strategy::F64_RACES
-                ),
-            ));
-        }
-        if racing_f32
-            && self.0.config.strategy.needs_float_atomics()
-            && !self.0.engine.gpu.float_atomics()
-        {
-            return Err(Error::par_loop(
-                site,
-                None,
-                format!(
-                    "{site}: {}",
-                    crate::codegen::strategy::atomics::no_float_atomics(&format!(
-                        "adapter {}",
-                        self.adapter()
-                    ))
+                    self.adapter()
                 ),
             ));
         }

@@ -42,6 +42,15 @@ impl Group {
     pub fn sites(&self) -> Vec<crate::error::LoopSite> {
         self.loops.iter().map(|l| l.site()).collect()
     }
+    /// The group's kernels joined by `+`: its name in the profile, the timeline and `tune`'s
+    /// report.
+    pub fn label(&self) -> String {
+        self.loops
+            .iter()
+            .map(|l| l.kernel.name())
+            .collect::<Vec<_>>()
+            .join("+")
+    }
     /// The par_loops of the group, for messages.
     pub fn names(&self) -> String {
         self.loops

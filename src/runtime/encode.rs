@@ -3,7 +3,6 @@
 
 use super::cache::{data_buffer, ensure_pipeline, ensure_plan};
 use super::check::CHECK;
-use super::timing;
 use super::{Cmd, Engine, State, bound};
 use crate::codegen::{self, Params, reduce};
 use crate::error::{Error, Result};
@@ -19,9 +18,9 @@ pub(super) fn lower_tuned(
     g: &Group,
     choice: &crate::lower::Choice,
 ) -> Result<(Lowered, Option<(crate::lower::tune::Trial, bool)>)> {
-    let _s = ctx.profiler.span("lower", Track::Host, || {
-        format!("lower {}", timing::label(g))
-    });
+    let _s = ctx
+        .profiler
+        .span("lower", Track::Host, || format!("lower {}", g.label()));
     loop {
         let picked = ctx.tuner.borrow_mut().as_mut().map(|t| t.choice(g, choice));
         let (c, trial) = picked.unwrap_or((*choice, None));
@@ -71,9 +70,8 @@ pub(super) fn encode_group(
     let plan = match &lw.plan {
         Some(spec) => Some({
             let _s = (!st.plans.contains_key(&spec.key)).then(|| {
-                ctx.profiler.span("plan", Track::Host, || {
-                    format!("build plan {}", timing::label(g))
-                })
+                ctx.profiler
+                    .span("plan", Track::Host, || format!("build plan {}", g.label()))
             });
             ensure_plan(st, gpu, &lw, spec).map_err(|m| Error::ParLoop {
                 par_loops: g.sites(),
@@ -140,7 +138,7 @@ pub(super) fn encode_group(
     let pipeline = {
         let _s = (!st.pipelines.contains_key(&*wgsl)).then(|| {
             ctx.profiler.span("compile", Track::Host, || {
-                format!("compile pipeline {}", timing::label(g))
+                format!("compile pipeline {}", g.label())
             })
         });
         ensure_pipeline(st, gpu, &wgsl, &names())?

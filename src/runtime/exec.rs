@@ -36,7 +36,7 @@ pub(crate) async fn run(
             encode_submit_read(ctx, &[], &need, false).await?;
             let copied = {
                 let _s = ctx.profiler.span("host", Track::Host, || {
-                    format!("host {}", timing::label(&groups[i]))
+                    format!("host {}", groups[i].label())
                 });
                 host::run_group(&groups[i])?
             };
@@ -75,7 +75,7 @@ pub(crate) async fn run(
                     ctx.wait_done().await;
                     let ns = t0.elapsed().as_nanos() as f64;
                     if ctx.wall_profile {
-                        let (label, bytes) = (timing::label(g), timing::group_bytes(g));
+                        let (label, bytes) = (g.label(), timing::group_bytes(g));
                         timing::add_time(ctx, &mut ctx.rt.borrow_mut(), &label, bytes, t0, ns);
                     }
                     if let Some(t) = ctx.tuner.borrow_mut().as_mut() {

@@ -11,15 +11,6 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use web_time::Instant;
 
-/// The group's kernels joined by `+` (its name in Stats, the table and the timeline).
-pub(crate) fn label(g: &Group) -> String {
-    g.loops
-        .iter()
-        .map(|l| l.kernel.name())
-        .collect::<Vec<_>>()
-        .join("+")
-}
-
 /// Bytes one execution of `g` moves, by a model that counts each value once per way it is
 /// reached: a Dat read or written directly, positions x its values; through a map, the values
 /// of the target elements the indices used can reach (at most the target set, at most
@@ -121,7 +112,7 @@ pub(super) fn start(
         .map(|g| {
             // The label and bytes only for the profile (a tuning trial needs neither).
             let (name, bytes) = match ctx.profile {
-                true => (label(&groups[g]), group_bytes(&groups[g])),
+                true => (groups[g].label(), group_bytes(&groups[g])),
                 false => (String::new(), 0.0),
             };
             (g, name, bytes, trials[g].clone())

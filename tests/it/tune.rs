@@ -7,7 +7,7 @@
 use crate::common;
 
 use common::{ctx_with, random_map, small_ints};
-use parloop::{Config, Context, Kernel, Set, Strategy, TuneCache, Variant};
+use parloop::{Config, Context, Kernel, Set, Strategy, Tried, TuneCache, TuneReport, Variant};
 use std::path::PathBuf;
 
 const SCATTER: &str = "fn scatter(w: ptr<function, array<f32, 2>>, a: ptr<function, array<f32, 2>>, \
@@ -95,6 +95,15 @@ fn run_scatter(ctx: &Context, max_steps: usize, until: impl Fn(&Context) -> bool
     max_steps
 }
 
+/// The candidate with the lowest median among those not left out: the one `tune` must keep.
+pub(crate) fn fastest(r: &TuneReport) -> &Tried {
+    r.tried
+        .iter()
+        .filter(|t| t.left_out.is_none())
+        .min_by(|a, b| a.ms.unwrap().total_cmp(&b.ms.unwrap()))
+        .unwrap()
+}
+
 pub(crate) fn chosen(ctx: &Context) -> bool {
     ctx.tuning().iter().all(|r| r.chosen.is_some()) && !ctx.tuning().is_empty()
 }
@@ -156,12 +165,7 @@ fn tune_tries_every_strategy_keeps_the_fastest_and_a_second_run_starts_from_the_
         trials + 1,
         "one trial per step after a warm-up: {r:?}"
     );
-    let fastest = r
-        .tried
-        .iter()
-        .filter(|t| t.left_out.is_none())
-        .min_by(|a, b| a.ms.unwrap().total_cmp(&b.ms.unwrap()))
-        .unwrap();
+    let fastest = fastest(r);
     assert_eq!(r.chosen.as_deref(), Some(fastest.candidate.as_str()));
     let explain = ctx.explain();
     eprintln!("{explain}");

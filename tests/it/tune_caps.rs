@@ -2,7 +2,7 @@
 //! the cache and reaching the dispatch; groups that pass one Dat twice kept apart in the cache.
 
 use crate::common;
-use crate::tune::{cache_file, chosen, tuned};
+use crate::tune::{cache_file, chosen, fastest, tuned};
 
 use common::{ctx_with, small_ints};
 use parloop::{Config, Context, Kernel, Set, Strategy, TuneCache};
@@ -72,12 +72,7 @@ fn a_reducing_group_tries_caps_on_its_workgroups_and_the_cache_keeps_the_cap() {
         caps.len() + 2,
         "then workgroups 128 and 256: {r:?}"
     );
-    let fastest = r
-        .tried
-        .iter()
-        .filter(|t| t.left_out.is_none())
-        .min_by(|a, b| a.ms.unwrap().total_cmp(&b.ms.unwrap()))
-        .unwrap();
+    let fastest = fastest(r);
     assert_eq!(r.chosen.as_deref(), Some(fastest.candidate.as_str()));
     // "auto, workgroup W, at most C workgroups"
     let knobs: Vec<u32> = fastest

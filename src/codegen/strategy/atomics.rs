@@ -18,13 +18,10 @@ pub(super) fn legal(req: &Request, racing: &[DType]) -> Result<(), Illegal> {
     Ok(())
 }
 
-/// Why `atomics` cannot run f32 increments on `adapter`.
-pub(crate) fn no_float_atomics(adapter: &str) -> String {
-    format!(
-        "strategy `atomics` needs native f32 atomics (SHADER_FLOAT32_ATOMIC), which {adapter} \
-         lacks: use `hierarchical`, `global-colour` or `cas`"
-    )
-}
+/// Why `atomics` cannot run f32 increments on an adapter without native f32 atomics.
+pub(super) const NO_FLOAT_ATOMICS: &str = "f32 increments through a map under `atomics` are \
+     native f32 atomics (SHADER_FLOAT32_ATOMIC), which this adapter lacks: use `hierarchical`, \
+     `global-colour` or `cas`";
 
 /// Integers and f32 sums natively, f32 min/max and all of f64 by compare-and-swap on the bit
 /// patterns.

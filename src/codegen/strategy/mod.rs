@@ -17,7 +17,7 @@
 //! arms the compiler then asks for: every match over either enum is exhaustive (`tests/it/tidy.rs`
 //! refuses a catch-all arm).
 
-pub(crate) mod atomics;
+mod atomics;
 mod blocks;
 mod cas;
 mod direct;
@@ -78,7 +78,7 @@ pub struct Request {
 
 /// Why `atomics`, `cas` and `staged` cannot take f64 increments through maps on an adapter
 /// without 64-bit integer atomics.
-pub(crate) const F64_RACES: &str = "f64 increments (or min/max) through a map under `atomics`, \
+const F64_RACES: &str = "f64 increments (or min/max) through a map under `atomics`, \
      `cas` or `staged` are compare-and-swap loops on 64-bit atomics in storage and workgroup \
      memory (SHADER_INT64_ATOMIC_ALL_OPS: lavapipe and many Vulkan GPUs have them; GL, Metal and \
      browsers do not), which this adapter lacks; use `auto`, `global-colour` or `hierarchical`";
@@ -100,7 +100,7 @@ impl std::fmt::Display for Illegal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Illegal::F64Races => f.write_str(F64_RACES),
-            Illegal::NoFloatAtomics => f.write_str(&atomics::no_float_atomics("this adapter")),
+            Illegal::NoFloatAtomics => f.write_str(atomics::NO_FLOAT_ATOMICS),
             Illegal::WorkgroupSize(size) => write!(
                 f,
                 "`hierarchical` needs a workgroup size that is a multiple of 8, and \

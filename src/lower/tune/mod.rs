@@ -31,7 +31,7 @@ use crate::codegen::strategy::{self, Request, Schedule};
 use crate::config::{Strategy, TuneCache, Variant};
 use crate::fuse::Group;
 use cache::{Cache, Stored};
-use signature::{Signature, caps, names, same_code, signature};
+use signature::{Signature, caps, same_code, signature};
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -271,7 +271,7 @@ impl Tuner {
         }
         let n = candidates.len();
         let mut t = Tuning {
-            group: names(g),
+            group: g.label(),
             positions,
             file_key: sig.file.clone(),
             samples: vec![Vec::new(); n],

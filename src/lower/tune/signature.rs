@@ -3,7 +3,7 @@
 //! same code.
 
 use super::super::{Choice, racing_types};
-use crate::codegen::strategy::Schedule;
+use crate::codegen::strategy::{self, PlanKind, Schedule};
 use crate::data::{IterSpace, Via};
 use crate::fuse::Group;
 use crate::types::{Access, DType};
@@ -13,18 +13,21 @@ use std::fmt::Write;
 /// then 16 and 4 times fewer and 4 times more, each only if it gives another number of
 /// workgroups (a group of a few thousand positions needs few, whatever the cap).
 pub(super) fn caps(default: u32, positions: usize, wg: u32) -> Vec<u32> {
-    let needed = (positions as u64)
-        .div_ceil(u64::from(crate::codegen::STRIDE_UNROLL) * u64::from(wg.max(1)))
-        .max(1);
+    // The workgroups of the group's dispatch under `cap`, as the runtime dispatches it.
+    let workgroups = |cap: u32| {
+        strategy::dispatches(PlanKind::None, None, None, (positions, 0), wg, Some(cap))
+            .first()
+            .map_or(0, |d| d.2)
+    };
     let mut out: Vec<u32> = Vec::new();
-    let mut counts: Vec<u64> = Vec::new();
+    let mut counts: Vec<u32> = Vec::new();
     for cap in [
         default,
         default / 16,
         default / 4,
         default.saturating_mul(4),
     ] {
-        let count = needed.min(u64::from(cap));
+        let count = workgroups(cap);
         if cap > 0 && !counts.contains(&count) {
             counts.push(count);
             out.push(cap);
@@ -45,14 +48,6 @@ pub(super) fn same_code(a: &Schedule, b: &Schedule, racing: &[DType]) -> bool {
                     .into_iter()
                     .all(|x| a.racing_atomic(t, x) == b.racing_atomic(t, x))
             }))
-}
-
-pub(super) fn names(g: &Group) -> String {
-    g.loops
-        .iter()
-        .map(|l| l.kernel.name())
-        .collect::<Vec<_>>()
-        .join("+")
 }
 
 /// A group's keys: `file` (its kernels' sources, arguments, layout, checking and size class:
