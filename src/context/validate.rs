@@ -27,7 +27,8 @@ impl Context {
                 return Err(arg_err(&site, i, a, msg));
             }
         }
-        self.check_adapter(&site, space, args)?;
+        // A kernel without WGSL runs on the host: no schedule to refuse.
+        self.check_adapter(&site, space, args, kernel.wgsl().is_some())?;
         self.check_kernel(&site, kernel, args)
     }
 
@@ -116,7 +117,13 @@ impl Context {
 
     /// Storage buffers, f64 races and float atomics: what the loop needs of the adapter and the
     /// configured strategy.
-    fn check_adapter(&self, site: &LoopSite, space: &IterSpace, args: &[Arg]) -> Result<()> {
+    fn check_adapter(
+        &self,
+        site: &LoopSite,
+        space: &IterSpace,
+        args: &[Arg],
+        on_device: bool,
+    ) -> Result<()> {
         let mut ids: Vec<u64> = args.iter().map(|a| a.data.id).collect();
         ids.extend(
             args.iter()
@@ -168,7 +175,7 @@ impl Context {
                 ),
             ));
         }
-        if let Err(illegal) = schedule {
+        if let (Err(illegal), true) = (schedule, on_device) {
             return Err(Error::par_loop(
                 site,
                 None,

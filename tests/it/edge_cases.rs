@@ -250,6 +250,23 @@ fn hierarchical_takes_multiples_of_8_and_refuses_other_workgroup_sizes() {
     };
     assert_eq!(par_loops[0].kernel, "both_ends");
     assert!(e.to_string().contains("multiple of 8"), "{e}");
+    // A host kernel has no schedule: the same loop on the host runs under that size.
+    let ctx = ctx_with(Config {
+        strategy: Strategy::Hierarchical,
+        workgroup_size: 100,
+        ..Config::from_env().unwrap()
+    });
+    let edges = Set::new("edges", 3);
+    let nodes = Set::new("nodes", 4);
+    let en = Map::new("en", &edges, &nodes, 2, &[0, 1, 1, 2, 2, 3]).unwrap();
+    let u = ctx.dat_zeros::<f32>("u", &nodes, 1).unwrap();
+    let k = Kernel::host("both_ends_host", |h: &mut HostArgs| {
+        for v in h.get_mut::<f32>(0) {
+            *v += 1.0;
+        }
+    });
+    ctx.par_loop(&k, &edges, &[u.all(&en).inc()]).unwrap();
+    assert_eq!(&*u.data_ro().unwrap(), &[1.0, 2.0, 2.0, 1.0]);
 }
 
 /// A force that fails while it encodes (a loop's Consts over the limit) still clears the

@@ -19,7 +19,7 @@ pub(super) fn legal(req: &Request, racing: &[DType]) -> Result<(), Illegal> {
 }
 
 /// Why `atomics` cannot run f32 increments on an adapter without native f32 atomics.
-pub(super) const NO_FLOAT_ATOMICS: &str = "f32 increments through a map under `atomics` are \
+pub(super) const NO_FLOAT_ATOMICS: &str = "f32 increments through a map under `atomics` need \
      native f32 atomics (SHADER_FLOAT32_ATOMIC), which this adapter lacks: use `hierarchical`, \
      `global-colour` or `cas`";
 
