@@ -59,6 +59,16 @@ impl AdapterChoice {
 /// Seconds a rank waits for the others before the job is aborted (`Config::comm_timeout_s`).
 pub const DEFAULT_COMM_TIMEOUT_S: f64 = 600.0;
 
+/// [`Config::min_colour_size`]'s default: below it the colours' dispatches cost more than
+/// atomics on lavapipe (BENCHMARKS.md, "Contention"), and a dispatch of fewer invocations is
+/// a few dozen workgroups, far from filling a GPU.
+pub const DEFAULT_MIN_COLOUR_SIZE: usize = 4096;
+
+/// `auto` keeps a colouring of this many colours or fewer whatever their size
+/// ([`Config::min_colour_size`]): a few dispatches cost little, and the sums stay the same
+/// from run to run.
+pub const AUTO_FEW_COLOURS: usize = 16;
+
 /// How a context runs its loops. [`Config::from_env`] reads the `PARLOOP_*` variables.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -136,6 +146,16 @@ pub struct Config {
     /// to fill one). Some(0) counts as 1. Under `Strategy::Tune` this is the first cap tried;
     /// the one measured fastest (or kept in the tune cache) replaces it.
     pub reduction_workgroups: Option<u32>,
+    /// Under [`Strategy::Auto`], the fewest positions a colour must hold on average for a
+    /// colouring of more than [`AUTO_FEW_COLOURS`] colours to be kept
+    /// (`PARLOOP_MIN_COLOUR_SIZE`, default [`DEFAULT_MIN_COLOUR_SIZE`]). Each colour is a
+    /// dispatch, and a map onto a few targets (a hub vertex, a histogram's bins, a 3-D mesh's
+    /// vertices) needs many colours of few positions each: such a loop runs with atomics
+    /// instead, native where the adapter has them for its types and compare-and-swap
+    /// otherwise, where it can run either (f64 needs 64-bit integer atomics). Atomics sum in
+    /// no fixed order: 0 keeps every colouring, and with it sums that are the same from run
+    /// to run.
+    pub min_colour_size: usize,
     /// On N ranks: seconds a rank waits for the others (a message, a reduction, an agreement)
     /// before the job is aborted with a message naming the rank and what it waited in
     /// (`PARLOOP_COMM_TIMEOUT`, default 600): a diverged program fails instead of hanging.
@@ -165,6 +185,7 @@ impl Default for Config {
             soa: false,
             grid_limit: None,
             reduction_workgroups: None,
+            min_colour_size: DEFAULT_MIN_COLOUR_SIZE,
             comm_timeout_s: DEFAULT_COMM_TIMEOUT_S,
         }
     }
@@ -195,6 +216,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("PARLOOP_CHECK", "0 or 1"),
     ("PARLOOP_SOA", "0 or 1"),
     ("PARLOOP_REDUCTION_WORKGROUPS", "a positive integer"),
+    ("PARLOOP_MIN_COLOUR_SIZE", "a non-negative integer"),
     ("PARLOOP_COMM_TIMEOUT", "a positive number of seconds"),
     (
         "PARLOOP_ADAPTER",
@@ -319,6 +341,9 @@ impl Config {
                 }
                 "PARLOOP_CHECK" => c.check = flag(n, &v)?,
                 "PARLOOP_SOA" => c.soa = flag(n, &v)?,
+                "PARLOOP_MIN_COLOUR_SIZE" => {
+                    c.min_colour_size = v.trim().parse().map_err(|_| bad(n, &v))?
+                }
                 "PARLOOP_REDUCTION_WORKGROUPS" => {
                     c.reduction_workgroups =
                         Some(u32::try_from(positive(n, &v)?).map_err(|_| bad(n, &v))?)
@@ -406,5 +431,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("vulkan, gl"), "{e}");
+        let c = vars(&[("PARLOOP_MIN_COLOUR_SIZE", "0")]).unwrap();
+        assert_eq!(c.min_colour_size, 0);
+        assert_eq!(Config::default().min_colour_size, DEFAULT_MIN_COLOUR_SIZE);
+        let e = vars(&[("PARLOOP_MIN_COLOUR_SIZE", "-1")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("non-negative"), "{e}");
     }
 }

@@ -6,8 +6,9 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Strategy {
     /// `atomics` on GPUs with native f32 atomics, else `global-colour` (CPU adapters,
-    /// adapters without float atomics; see ARCHITECTURE.md for the measurements behind this
-    /// choice).
+    /// adapters without float atomics, f64), unless the colouring needs many small colours
+    /// (`Config::min_colour_size`): then atomics, native or compare-and-swap, where the
+    /// adapter can run them. ARCHITECTURE.md has the measurements behind these choices.
     #[default]
     Auto,
     /// Coloured mini-partitions, one per workgroup, with staging.

@@ -39,6 +39,8 @@ pub(crate) struct Choice {
     /// The most workgroups a group reducing into Globals runs (`Config::reduction_workgroups`,
     /// at least 1, or the adapter's default; `tune` may pick another).
     pub reduction_workgroups: u32,
+    /// `Config::min_colour_size`.
+    pub min_colour_size: usize,
 }
 
 /// What a binding refers to.
@@ -72,6 +74,8 @@ pub(crate) struct Lowered {
     pub space: IterSpace,
     /// The cap on a reducing group's workgroups it runs with (`Choice::reduction_workgroups`).
     pub reduction_workgroups: u32,
+    /// Why the runtime lowered the group again (`explain()` shows it beside the schedule).
+    pub note: Option<String>,
 }
 
 impl Lowered {
@@ -157,6 +161,7 @@ pub(crate) fn lower(group: &Group, choice: &Choice) -> Result<Lowered, strategy:
         plan,
         space,
         reduction_workgroups: choice.reduction_workgroups.max(1),
+        note: None,
     })
 }
 

@@ -3,11 +3,13 @@
 
 use super::cache::{data_buffer, ensure_pipeline, ensure_plan};
 use super::check::CHECK;
-use super::{Cmd, Engine, State, bound};
+use super::{Cmd, Engine, PlanEntry, State, bound};
+use crate::codegen::strategy::Schedule;
 use crate::codegen::{self, Params, reduce};
+use crate::config::{AUTO_FEW_COLOURS, Strategy};
 use crate::error::{Error, Result};
 use crate::fuse::Group;
-use crate::lower::{Lowered, Resource, lower};
+use crate::lower::{Choice, Lowered, PlanSpec, Resource, lower};
 use crate::profile::Track;
 use std::rc::Rc;
 
@@ -45,6 +47,71 @@ pub(super) fn lower_tuned(
     }
 }
 
+/// The plan `spec` describes, built once.
+fn plan_of(
+    ctx: &Engine,
+    st: &mut State,
+    g: &Group,
+    lw: &Lowered,
+    spec: &PlanSpec,
+) -> Result<Rc<PlanEntry>> {
+    let _s = (!st.plans.contains_key(&spec.key)).then(|| {
+        ctx.profiler
+            .span("plan", Track::Host, || format!("build plan {}", g.label()))
+    });
+    ensure_plan(st, &ctx.gpu, lw, spec).map_err(|m| Error::ParLoop {
+        par_loops: g.sites(),
+        arg: None,
+        message: format!("{}: {m}", g.names()),
+    })
+}
+
+/// Under `auto`, a colouring of more than [`AUTO_FEW_COLOURS`] colours whose colours hold
+/// fewer than `Config::min_colour_size` positions on average runs with atomics instead:
+/// native where the adapter has them for the group's types, else compare-and-swap, where the
+/// adapter can run either (each colour is a dispatch). The colouring is built to be counted,
+/// and kept: the next force counts it again for free.
+pub(super) fn auto_colours(
+    ctx: &Engine,
+    st: &mut State,
+    g: &Group,
+    lw: Lowered,
+) -> Result<Lowered> {
+    let choice = ctx.choice;
+    // `tune` without a tuner (a browser without timestamps) runs `auto`'s choice.
+    let auto = match choice.strategy {
+        Strategy::Auto => true,
+        Strategy::Tune => ctx.tuner.borrow().is_none(),
+        Strategy::Hierarchical
+        | Strategy::GlobalColour
+        | Strategy::Atomics
+        | Strategy::Cas
+        | Strategy::Staged => false,
+    };
+    if !auto || lw.ir.schedule != Schedule::GlobalColour {
+        return Ok(lw);
+    }
+    let Some(spec) = &lw.plan else {
+        return Ok(lw);
+    };
+    let plan = plan_of(ctx, st, g, &lw, spec)?;
+    let colours = plan.colour.as_ref().map_or(0, |c| c.colours());
+    let positions = lw.positions();
+    if colours <= AUTO_FEW_COLOURS || positions >= colours.saturating_mul(choice.min_colour_size) {
+        return Ok(lw);
+    }
+    for strategy in [Strategy::Atomics, Strategy::Cas] {
+        if let Ok(mut other) = lower(g, &Choice { strategy, ..choice }) {
+            other.note = Some(format!(
+                "auto: a colouring needs {colours} colours of {} positions",
+                positions / colours
+            ));
+            return Ok(other);
+        }
+    }
+    Ok(lw)
+}
+
 /// Bytes of the fixed dispatch parameters (the Const words follow them).
 pub(super) const PARAMS_BYTES: u64 = std::mem::size_of::<Params>() as u64;
 
@@ -68,17 +135,7 @@ pub(super) fn encode_group(
     let gpu = &ctx.gpu;
     let names = || g.names();
     let plan = match &lw.plan {
-        Some(spec) => Some({
-            let _s = (!st.plans.contains_key(&spec.key)).then(|| {
-                ctx.profiler
-                    .span("plan", Track::Host, || format!("build plan {}", g.label()))
-            });
-            ensure_plan(st, gpu, &lw, spec).map_err(|m| Error::ParLoop {
-                par_loops: g.sites(),
-                arg: None,
-                message: format!("{}: {m}", names()),
-            })?
-        }),
+        Some(spec) => Some(plan_of(ctx, st, g, &lw, spec)?),
         None => None,
     };
     if let Some(p) = &plan {
@@ -191,11 +248,14 @@ pub(super) fn encode_group(
         1 => format!("{schedule} (1 {kind})"),
         n => format!("{schedule} ({n} {kind}s)"),
     };
-    let label = match lw.ir.schedule.plan() {
+    let mut label = match lw.ir.schedule.plan() {
         codegen::strategy::PlanKind::None => schedule.to_string(),
         codegen::strategy::PlanKind::Colouring => colours("colour"),
         codegen::strategy::PlanKind::Blocks => colours("block colour"),
     };
+    if let Some(note) = &lw.note {
+        label = format!("{label} ({note})");
+    }
     let const_words: Rc<[u32]> = Rc::from(codegen::consts::words(&lw.ir.consts));
     if const_words.len() > codegen::consts::MAX_WORDS {
         return Err(Error::ParLoop {

@@ -6,7 +6,7 @@
 use super::Cmd;
 use super::cache::{bind_group, data_buffer};
 use super::check::{CHECK, Checks};
-use super::encode::{PARAMS_BYTES, SCRATCH, encode_group, lower_tuned};
+use super::encode::{PARAMS_BYTES, SCRATCH, auto_colours, encode_group, lower_tuned};
 use super::readback::{self, read_staging, read_words};
 use super::timing;
 use super::{Engine, Gpu, State, host};
@@ -376,6 +376,7 @@ fn encode_groups(
             if lw.positions() == 0 {
                 break (0, None);
             }
+            let lw = auto_colours(ctx, st, g, lw)?;
             let encoded = encode_group(
                 ctx,
                 st,

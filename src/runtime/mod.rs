@@ -77,6 +77,7 @@ impl Engine {
                     4096
                 })
                 .max(1),
+            min_colour_size: config.min_colour_size,
         };
         let timestamps = gpu.timestamps() && config.gpu_timestamps;
         // In the browser a force cannot wait for a wall clock: without timestamps `tune` runs

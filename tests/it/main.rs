@@ -25,6 +25,7 @@ mod arith;
 mod bench_report;
 mod chebyshev;
 mod check;
+mod contention;
 mod dirichlet;
 mod distribute;
 mod double_precision;

@@ -140,7 +140,8 @@ pub fn choose(req: &Request, racing: &[DType]) -> Result<Schedule, Illegal> {
 /// native atomics (OP2's modern default); on CPU adapters (lavapipe, llvmpipe, SwiftShader),
 /// without float atomics and for f64, one-level colouring, which measured fastest there
 /// (BENCHMARKS.md) and is deterministic. (f64 compare-and-swap is not measured on a GPU yet:
-/// `tune` tries it.)
+/// `tune` tries it.) Where the colouring turns out to need many small colours, the runtime
+/// lowers the group again with atomics (`Config::min_colour_size`).
 fn auto(req: &Request, racing: &[DType]) -> Schedule {
     if req.float_atomics && !req.cpu_adapter && !has_f64(racing) {
         Schedule::Atomics

@@ -5,6 +5,7 @@
 //! bandwidth. It needs no Rust
 //! toolchain: a release binary and a Vulkan driver are enough.
 
+mod contention;
 mod copy;
 mod sizes;
 mod solver;
@@ -38,10 +39,11 @@ pub(crate) fn base() -> Res<Config> {
 }
 
 /// The report's sections, in the order they run.
-pub const SECTIONS: [&str; 10] = [
+pub const SECTIONS: [&str; 11] = [
     "copy",
     "triangles",
     "res_calc",
+    "contention",
     "wave_strategies",
     "layouts",
     "modes",
@@ -136,6 +138,10 @@ pub fn run(sizes: Sizes, only: &[String], sections: &[String]) -> Res<String> {
     }
     if want("res_calc") {
         strategies_res_calc(&mut r, &sizes, &rows(atomics), copy, timing)?;
+        emit(&mut r);
+    }
+    if want("contention") {
+        contention::contention(&mut r, sizes.tri_n, sizes.tet_n, sizes.hub_n)?;
         emit(&mut r);
     }
     if want("wave_strategies") {

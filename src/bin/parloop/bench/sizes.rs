@@ -6,6 +6,10 @@ pub struct Sizes {
     pub(super) copy_bytes: u64,
     /// Squares per side of the strategy tables' triangle mesh.
     pub(super) tri_n: usize,
+    /// Cubes per side of the contention section's tetrahedra.
+    pub(super) tet_n: usize,
+    /// Elements of the contention section's scatters into bins.
+    pub(super) hub_n: usize,
     /// The strategy table's Airfoil mesh.
     pub(super) res_mesh: (usize, usize),
     /// The wave for fusion and lazy vs eager.
@@ -29,6 +33,8 @@ impl Sizes {
                 name: name.into(),
                 copy_bytes: 1 << 20,
                 tri_n: 20,
+                tet_n: 4,
+                hub_n: 10_000,
                 res_mesh: (20, 30),
                 mode_n: 20,
                 wave_ns: [10, 20, 30],
@@ -42,6 +48,8 @@ impl Sizes {
                 name: name.into(),
                 copy_bytes: 64 << 20,
                 tri_n: 280,
+                tet_n: 24,
+                hub_n: 1_000_000,
                 res_mesh: (200, 300),
                 mode_n: 200,
                 wave_ns: [100, 200, 400],
@@ -55,6 +63,8 @@ impl Sizes {
                 name: "full".into(),
                 copy_bytes: 256 << 20,
                 tri_n: 840,
+                tet_n: 48,
+                hub_n: 10_000_000,
                 res_mesh: (400, 600),
                 mode_n: 1000,
                 wave_ns: [100, 400, 1000],
