@@ -101,7 +101,7 @@ for p in f32 f64; do
 done
 if want bench && [ "$(left)" -gt 40 ]; then
     timeout $(($(left) - 10)) "$b/parloop" bench --size full --sections \
-        "${BENCH_SECTIONS:-triangles,res_calc,contention,wave_strategies,layouts,modes,wave,airfoil,vectors}" \
+        "${BENCH_SECTIONS:-triangles,res_calc,wave_strategies,layouts,modes,wave,airfoil,vectors,contention}" \
         > "$out/bench.md" 2>&1
 fi
 echo "done in $((SECONDS - start)) s" >> "$out/info.txt"

@@ -359,3 +359,24 @@ fn f64_races_take_64_bit_compare_and_swap_only_with_64_bit_atomics() {
         }
     }
 }
+
+#[test]
+fn auto_leaves_few_colours_and_big_colours_alone() {
+    use super::strategy::colours_too_small;
+    // More than 16 colours, fewer than min_colour_size positions each on average.
+    assert!(!colours_too_small(16, 16, 4096));
+    assert!(colours_too_small(17, 17, 4096));
+    assert!(colours_too_small(17, 17 * 4096 - 1, 4096));
+    assert!(!colours_too_small(17, 17 * 4096, 4096));
+    // 0 keeps every colouring; an overflowing product is not an average.
+    assert!(!colours_too_small(1000, 1000, 0));
+    assert!(colours_too_small(usize::MAX, usize::MAX - 1, 2));
+    // Monotone in the colours: a lower bound that says yes speaks for the colouring.
+    for positions in [100, 5000, 100_000] {
+        for c in 0..200 {
+            if colours_too_small(c, positions, 64) {
+                assert!(colours_too_small(c + 1, positions, 64), "{c} {positions}");
+            }
+        }
+    }
+}

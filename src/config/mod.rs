@@ -59,9 +59,10 @@ impl AdapterChoice {
 /// Seconds a rank waits for the others before the job is aborted (`Config::comm_timeout_s`).
 pub const DEFAULT_COMM_TIMEOUT_S: f64 = 600.0;
 
-/// [`Config::min_colour_size`]'s default: below it the colours' dispatches cost more than
-/// atomics on lavapipe (BENCHMARKS.md, "Contention"), and a dispatch of fewer invocations is
-/// a few dozen workgroups, far from filling a GPU.
+/// [`Config::min_colour_size`]'s default: on lavapipe colourings of 1,000 positions per colour
+/// ran 2 to 3x slower than atomics, those of 10,000 or more as fast or faster, and around
+/// 3,000 the ranking changed from run to run (BENCHMARKS.md, "Contention"); a dispatch of
+/// fewer invocations is a few dozen workgroups, far from filling a GPU.
 pub const DEFAULT_MIN_COLOUR_SIZE: usize = 4096;
 
 /// `auto` keeps a colouring of this many colours or fewer whatever their size
@@ -146,15 +147,15 @@ pub struct Config {
     /// to fill one). Some(0) counts as 1. Under `Strategy::Tune` this is the first cap tried;
     /// the one measured fastest (or kept in the tune cache) replaces it.
     pub reduction_workgroups: Option<u32>,
-    /// Under [`Strategy::Auto`], the fewest positions a colour must hold on average for a
-    /// colouring of more than [`AUTO_FEW_COLOURS`] colours to be kept
-    /// (`PARLOOP_MIN_COLOUR_SIZE`, default [`DEFAULT_MIN_COLOUR_SIZE`]). Each colour is a
-    /// dispatch, and a map onto a few targets (a hub vertex, a histogram's bins, a 3-D mesh's
-    /// vertices) needs many colours of few positions each: such a loop runs with atomics
-    /// instead, native where the adapter has them for its types and compare-and-swap
-    /// otherwise, where it can run either (f64 needs 64-bit integer atomics). Atomics sum in
-    /// no fixed order: 0 keeps every colouring, and with it sums that are the same from run
-    /// to run.
+    /// Where [`Strategy::Auto`] colours a loop (and `Strategy::Tune` in a browser without
+    /// timestamps, which runs `auto`'s choice): the fewest positions a colour must hold on
+    /// average for a colouring of more than 16 colours to be kept (`PARLOOP_MIN_COLOUR_SIZE`,
+    /// default 4096). Each colour is a dispatch, and a map onto few targets (a histogram's
+    /// bins, a small 3-D mesh's vertices, many hub vertices) needs many colours of few
+    /// positions each: such a loop runs with atomics instead, native where the adapter has
+    /// them for its types and compare-and-swap otherwise, where it can run either (f64 needs
+    /// 64-bit integer atomics). `explain()` says so. Atomics add in no fixed order: 0 keeps
+    /// every colouring `auto` makes, and with it sums that are the same from run to run.
     pub min_colour_size: usize,
     /// On N ranks: seconds a rank waits for the others (a message, a reduction, an agreement)
     /// before the job is aborted with a message naming the rank and what it waited in

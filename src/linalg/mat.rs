@@ -302,9 +302,9 @@ impl<T: Real> Mat<T> {
 
     /// y = A^T x, as a par_loop over the rows that increments y through each row's columns
     /// (x on the rows, y on the columns; y is zeroed first, so after an error it may hold
-    /// zeros). Its kernel is as wide as A's rows, not as A^T's; its increments race (f64
-    /// ones take a colouring: as many dispatches as the most rows sharing a column). One
-    /// process only.
+    /// zeros). Its kernel is as wide as A's rows, not as A^T's; its increments race (under
+    /// `auto`, f64 ones take a colouring, as many dispatches as the most rows sharing a column,
+    /// unless those are many and small: see `Config::min_colour_size`). One process only.
     #[track_caller]
     pub fn mult_transpose(&self, ctx: &Context, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
         let s = &self.sparsity;

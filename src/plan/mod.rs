@@ -146,6 +146,27 @@ pub fn colour_elements(input: &PlanInput, balance: bool) -> ColourPlan {
     }
 }
 
+/// The most positions that increment one entry: a colouring needs at least this many colours
+/// (a position naming an entry twice counts once). O(positions x arity), far less than the
+/// colouring itself when the answer is large.
+pub fn most_increments(input: &PlanInput) -> usize {
+    let mut counts: Vec<Vec<u32>> = input.space_sizes.iter().map(|&n| vec![0; n]).collect();
+    let mut buf = Vec::new();
+    let mut most = 0;
+    for p in 0..input.positions {
+        buf.clear();
+        input.entries(p, &mut buf);
+        buf.sort_unstable();
+        buf.dedup();
+        for &(s, t) in &buf {
+            let c = &mut counts[s][t as usize];
+            *c += 1;
+            most = most.max(*c as usize);
+        }
+    }
+    most
+}
+
 /// Stable sort of indices by key; returns the order and the start offset of each key.
 fn counting_sort(keys: &[u32], nkeys: usize) -> (Vec<usize>, Vec<usize>) {
     let mut offsets = vec![0usize; nkeys + 1];

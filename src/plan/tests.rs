@@ -190,6 +190,16 @@ proptest! {
                 }
             }
         }
+        // The most positions on one target: counted plainly, and a bound on the colours.
+        let mut on = std::collections::HashMap::new();
+        for &e in &plan.elem {
+            for t in targets_of(&c, e, idx) {
+                *on.entry(t).or_insert(0usize) += 1;
+            }
+        }
+        let most = most_increments(&inp);
+        prop_assert_eq!(most, on.values().copied().max().unwrap_or(0));
+        prop_assert!(plan.colours() >= most);
     }
 }
 

@@ -5,13 +5,12 @@
 
 use super::{Buf, Cmd, Gpu, Pipeline, PlanEntry, State, bound};
 use crate::codegen;
-use crate::data::DataInner;
-use crate::data::IterSpace;
+use crate::data::{DataInner, IterSpace, MapInner, SubsetInner};
 use crate::error::{Error, Result};
 use crate::lower::{Lowered, PlanSpec};
 use crate::plan::{self, PlanInput, RaceArg, StagedMap};
 use std::num::NonZeroU64;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 /// A storage buffer holding `words`. Written through the queue rather than mapped at
 /// creation: browsers refuse large `mappedAtCreation` buffers (an exception, not an error the
@@ -89,16 +88,39 @@ pub(super) fn data_buffer(
     Ok((st.data[&d.id].1.id, bound(bytes)))
 }
 
-pub(super) fn ensure_plan(
-    st: &mut State,
-    gpu: &Gpu,
+/// The Maps and the Subset something built from a plan's input depends on.
+pub(crate) struct PlanDeps {
+    maps: Vec<Weak<MapInner>>,
+    subset: Option<Weak<SubsetInner>>,
+}
+
+impl PlanDeps {
+    /// Those of the plan `spec` describes for `lw`.
+    pub fn of(lw: &Lowered, spec: &PlanSpec) -> PlanDeps {
+        PlanDeps {
+            maps: spec
+                .races
+                .iter()
+                .map(|(_, m, _, _)| m)
+                .chain(spec.staged.iter().map(|(m, _, _)| m))
+                .map(|m| Rc::downgrade(&m.0))
+                .collect(),
+            subset: lw.space.subset().map(|s| Rc::downgrade(&s.0)),
+        }
+    }
+    /// Whether every one of them is still held.
+    pub fn alive(&self) -> bool {
+        self.maps.iter().all(|m| m.strong_count() > 0)
+            && self.subset.as_ref().is_none_or(|s| s.strong_count() > 0)
+    }
+}
+
+/// `f` of the plan builder's view of `lw`'s positions and races (`spec`).
+pub(super) fn with_plan_input<R>(
     lw: &Lowered,
     spec: &PlanSpec,
-) -> std::result::Result<Rc<PlanEntry>, String> {
-    if let Some(p) = st.plans.get(&spec.key) {
-        return Ok(p.clone());
-    }
-    let t0 = crate::util::now_ms();
+    f: impl FnOnce(&PlanInput) -> R,
+) -> R {
     let sections = lw.space.set().sections();
     let whole = matches!(lw.space, IterSpace::Set(_) | IterSpace::WithExecHalo(_));
     let section_ends = if whole {
@@ -142,27 +164,49 @@ pub(super) fn ensure_plan(
             })
             .collect(),
     };
-    let deps: Vec<std::rc::Weak<crate::data::MapInner>> = spec
-        .races
-        .iter()
-        .map(|(_, m, _, _)| m)
-        .chain(spec.staged.iter().map(|(m, _, _)| m))
-        .map(|m| Rc::downgrade(&m.0))
-        .collect();
-    let subset = lw.space.subset().map(|s| Rc::downgrade(&s.0));
-    let entry = if spec.colour {
-        let c = plan::colour_elements(&input, spec.config.balance);
+    f(&input)
+}
+
+pub(super) fn ensure_plan(
+    st: &mut State,
+    gpu: &Gpu,
+    lw: &Lowered,
+    spec: &PlanSpec,
+) -> std::result::Result<Rc<PlanEntry>, String> {
+    if let Some(p) = st.plans.get(&spec.key) {
+        return Ok(p.clone());
+    }
+    let t0 = crate::util::now_ms();
+    let deps = PlanDeps::of(lw, spec);
+    let entry = with_plan_input(lw, spec, |input| build(gpu, input, spec, deps))?;
+    let us = ((crate::util::now_ms() - t0) * 1e3) as u64;
+    log::debug!("plan built in {us} us: {}", spec.key);
+    st.stats.plans_built += 1;
+    st.stats.plan_build_us += us;
+    let entry = Rc::new(entry);
+    st.plans.insert(spec.key.clone(), entry.clone());
+    Ok(entry)
+}
+
+/// The plan `spec` describes, over `input`, with its buffer.
+fn build(
+    gpu: &Gpu,
+    input: &PlanInput,
+    spec: &PlanSpec,
+    deps: PlanDeps,
+) -> std::result::Result<PlanEntry, String> {
+    Ok(if spec.colour {
+        let c = plan::colour_elements(input, spec.config.balance);
         let buffer = init_buf(gpu, &c.elem, "parloop plan");
         PlanEntry {
             colour: Some(c),
             blocks: None,
             buffer,
             maxu: Vec::new(),
-            maps: deps.clone(),
-            subset: subset.clone(),
+            deps,
         }
     } else {
-        let b = plan::build_blocks(&input, &spec.config).map_err(|e| match e {
+        let b = plan::build_blocks(input, &spec.config).map_err(|e| match e {
             plan::PlanError::ElementTooLarge { bytes, limit } => format!(
                 "one element stages {bytes} bytes of workgroup memory, over the {limit} bytes \
                  available: use staging `none`, or the `atomics` or `global-colour` strategy"
@@ -174,17 +218,9 @@ pub(super) fn ensure_plan(
             colour: None,
             blocks: Some(b),
             buffer,
-            maps: deps,
-            subset,
+            deps,
         }
-    };
-    let us = ((crate::util::now_ms() - t0) * 1e3) as u64;
-    log::debug!("plan built in {us} us: {}", spec.key);
-    st.stats.plans_built += 1;
-    st.stats.plan_build_us += us;
-    let entry = Rc::new(entry);
-    st.plans.insert(spec.key.clone(), entry.clone());
-    Ok(entry)
+    })
 }
 
 /// The pipeline of a WGSL module, compiled once (cached by the WGSL text, which fixes the

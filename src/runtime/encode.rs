@@ -1,15 +1,16 @@
 //! Encoding one loop group: its lowering (with the knobs `tune` gives), plan, pipeline,
 //! buffers and dispatches, ready for the executor's command encoder.
 
-use super::cache::{data_buffer, ensure_pipeline, ensure_plan};
+use super::cache::{PlanDeps, data_buffer, ensure_pipeline, ensure_plan, with_plan_input};
 use super::check::CHECK;
 use super::{Cmd, Engine, PlanEntry, State, bound};
-use crate::codegen::strategy::Schedule;
+use crate::codegen::strategy::{self, Schedule};
 use crate::codegen::{self, Params, reduce};
-use crate::config::{AUTO_FEW_COLOURS, Strategy};
+use crate::config::Strategy;
 use crate::error::{Error, Result};
 use crate::fuse::Group;
 use crate::lower::{Choice, Lowered, PlanSpec, Resource, lower};
+use crate::plan;
 use crate::profile::Track;
 use std::rc::Rc;
 
@@ -66,11 +67,19 @@ fn plan_of(
     })
 }
 
-/// Under `auto`, a colouring of more than [`AUTO_FEW_COLOURS`] colours whose colours hold
-/// fewer than `Config::min_colour_size` positions on average runs with atomics instead:
-/// native where the adapter has them for the group's types, else compare-and-swap, where the
-/// adapter can run either (each colour is a dispatch). The colouring is built to be counted,
-/// and kept: the next force counts it again for free.
+/// `auto`'s look at a colouring's size (by plan key): why it is too small (None: it is not).
+/// Only the size: whether a group can run atomics depends on its types, which the key does
+/// not hold.
+pub(crate) struct AutoColours {
+    too_small: Option<String>,
+    pub deps: PlanDeps,
+}
+
+/// Under `auto`, a colouring of many colours holding few positions each
+/// ([`strategy::colours_too_small`]) runs with atomics instead: native where the adapter has
+/// them for the group's types, else compare-and-swap, where the adapter can run either (each
+/// colour is a dispatch). The size is judged once per plan key: from the most increments one
+/// target takes (a lower bound on the colours, cheap to count), else from the colouring.
 pub(super) fn auto_colours(
     ctx: &Engine,
     st: &mut State,
@@ -94,22 +103,57 @@ pub(super) fn auto_colours(
     let Some(spec) = &lw.plan else {
         return Ok(lw);
     };
-    let plan = plan_of(ctx, st, g, &lw, spec)?;
-    let colours = plan.colour.as_ref().map_or(0, |c| c.colours());
-    let positions = lw.positions();
-    if colours <= AUTO_FEW_COLOURS || positions >= colours.saturating_mul(choice.min_colour_size) {
-        return Ok(lw);
+    let first = !st.auto_colours.contains_key(&spec.key);
+    if first {
+        let too_small = look(ctx, st, g, &lw, spec)?;
+        let deps = PlanDeps::of(&lw, spec);
+        st.auto_colours
+            .insert(spec.key.clone(), AutoColours { too_small, deps });
     }
+    let Some(why) = st.auto_colours[&spec.key].too_small.clone() else {
+        return Ok(lw);
+    };
     for strategy in [Strategy::Atomics, Strategy::Cas] {
         if let Ok(mut other) = lower(g, &Choice { strategy, ..choice }) {
-            other.note = Some(format!(
-                "auto: a colouring needs {colours} colours of {} positions",
-                positions / colours
-            ));
+            if first {
+                // Built only to be counted (no group has bound it yet): its buffer goes. A
+                // later group of this key that cannot run atomics builds it again.
+                st.plans.remove(&spec.key);
+            }
+            other.note = Some(why);
             return Ok(other);
         }
     }
     Ok(lw)
+}
+
+/// Why `lw`'s colouring is too small (None: it is not), the first time [`auto_colours`]
+/// meets its plan key.
+fn look(
+    ctx: &Engine,
+    st: &mut State,
+    g: &Group,
+    lw: &Lowered,
+    spec: &PlanSpec,
+) -> Result<Option<String>> {
+    let (positions, min) = (lw.positions(), ctx.choice.min_colour_size);
+    let most = with_plan_input(lw, spec, plan::most_increments);
+    if strategy::colours_too_small(most, positions, min) {
+        return Ok(Some(format!(
+            "auto: a colouring needs at least {most} colours of at most {} positions",
+            positions / most
+        )));
+    }
+    let plan = plan_of(ctx, st, g, lw, spec)?;
+    let colours = plan.colour.as_ref().map_or(0, |c| c.colours());
+    Ok(
+        strategy::colours_too_small(colours, positions, min).then(|| {
+            format!(
+                "auto: a colouring needs {colours} colours of {} positions",
+                positions / colours
+            )
+        }),
+    )
 }
 
 /// Bytes of the fixed dispatch parameters (the Const words follow them).

@@ -297,16 +297,8 @@ pub(crate) struct PlanEntry {
     pub buffer: Buf,
     /// Largest staged target count per staged map (hierarchical).
     pub maxu: Vec<usize>,
-    /// The Maps and the Subset the plan was built from: once one is dropped, so is the plan.
-    pub maps: Vec<Weak<MapInner>>,
-    pub subset: Option<Weak<SubsetInner>>,
-}
-
-impl PlanEntry {
-    fn alive(&self) -> bool {
-        self.maps.iter().all(|m| m.strong_count() > 0)
-            && self.subset.as_ref().is_none_or(|s| s.strong_count() > 0)
-    }
+    /// Once one of the Maps or the Subset it was built from is dropped, so is the plan.
+    pub deps: cache::PlanDeps,
 }
 
 /// Pipelines kept at most; the least recently used goes first (a program that keeps making
@@ -354,6 +346,8 @@ pub(crate) struct State {
     pub maps: HashMap<u64, (Weak<MapInner>, Buf)>,
     pub subsets: HashMap<u64, (Weak<SubsetInner>, Buf)>,
     pub plans: HashMap<String, Rc<PlanEntry>>,
+    /// `auto`'s look at colourings, by plan key ([`encode::auto_colours`]).
+    pub auto_colours: HashMap<String, encode::AutoColours>,
     pub pipelines: HashMap<String, Rc<Pipeline>>,
     /// The shaders generated so far, by [`crate::codegen::GroupIr::shader_hash`]: a group
     /// that recurs is not generated again at every force.
@@ -489,7 +483,8 @@ impl State {
         freed.extend(take_dead(&mut self.maps));
         freed.extend(take_dead(&mut self.subsets));
         let plans = self.plans.len();
-        self.plans.retain(|_, p| p.alive());
+        self.plans.retain(|_, p| p.deps.alive());
+        self.auto_colours.retain(|_, a| a.deps.alive());
         if freed.is_empty() && plans == self.plans.len() {
             return;
         }

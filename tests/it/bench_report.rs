@@ -10,14 +10,14 @@ const SECTIONS: [(&str, usize); 11] = [
     ("## Copy bandwidth", 0),
     ("## Strategies: a triangle mesh", 6),
     ("## Strategies: Airfoil's res_calc", 6),
-    // Six scatters, in f32 (and f64 where the adapter has it).
-    ("## Contention: increments onto few targets", 6),
     ("## Strategies: the wave", 6),
     ("## Data layout", 2),
     ("## Fusion and lazy evaluation", 3),
     ("## The wave", 3),
     ("## Airfoil", 2),
     ("## Vector operations", 10),
+    // Six scatters, in f32 (and f64 where the adapter has it).
+    ("## Contention: increments onto few targets", 6),
     // Its two tables: the solve, and the two recurrences side by side.
     ("## Sparse matrices and CG", 3),
 ];
@@ -119,6 +119,18 @@ fn the_tiny_benchmark_report_has_every_table_with_positive_numbers() {
         }
     }
     assert!(report.contains("fused / unfused: "), "{report}");
+    // The contention rows say what `auto` ran.
+    let contention = &report[report.find("## Contention").expect("a contention section")..];
+    let said = contention
+        .lines()
+        .take_while(|l| !l.starts_with("## Sparse"))
+        .filter(|l| {
+            ["(global-colour) |", "(atomics) |", "(cas) |"]
+                .iter()
+                .any(|s| l.contains(s))
+        })
+        .count();
+    assert!(said >= 6, "{contention}");
     // `tune` beside the fixed strategies in the three strategy tables, saying what it chose.
     assert_eq!(report.matches("| tune (measured): ").count(), 3, "{report}");
     assert!(

@@ -74,9 +74,9 @@ mod cli {
                 std::iter::once(parloop::Variant::AUTO).chain(parloop::Variant::ALL).map(|v| v.name())
             ))]
             strategies: Vec<String>,
-            /// Only these sections (comma-separated): copy, triangles, res_calc, contention,
-            /// wave_strategies, layouts, modes, wave, airfoil, vectors, solver (the copy
-            /// bandwidth is always measured).
+            /// Only these sections (comma-separated): copy, triangles, res_calc,
+            /// wave_strategies, layouts, modes, wave, airfoil, vectors, contention, solver (the
+            /// copy bandwidth is always measured).
             #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(crate::bench::SECTIONS))]
             sections: Vec<String>,
             /// Squares per side of the CG section's unit square ((N + 1)^2 unknowns; default:

@@ -28,7 +28,7 @@ pub(super) mod staged;
 pub(super) use staged::staged_load;
 
 use super::{Atomic, GroupIr};
-use crate::config::{Staging, Strategy};
+use crate::config::{AUTO_FEW_COLOURS, Staging, Strategy};
 use crate::types::{Access, DType};
 
 /// How a group's iteration positions are scheduled.
@@ -148,6 +148,15 @@ fn auto(req: &Request, racing: &[DType]) -> Schedule {
     } else {
         Schedule::GlobalColour
     }
+}
+
+/// `auto`'s second look, once a colouring's size is known (the runtime asks): whether a
+/// colouring of `colours` colours over `positions` positions runs better with atomics, each
+/// colour being a dispatch. More than [`AUTO_FEW_COLOURS`] colours holding fewer than
+/// `min_colour_size` positions on average (`Config::min_colour_size`). Monotone in
+/// `colours`: true of a lower bound on the colours is true of the colouring.
+pub fn colours_too_small(colours: usize, positions: usize, min_colour_size: usize) -> bool {
+    colours > AUTO_FEW_COLOURS && positions < colours.saturating_mul(min_colour_size)
 }
 
 /// Whether some racing argument is f64 (no atomic f64 type in WGSL: its increments are
