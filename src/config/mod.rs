@@ -60,9 +60,10 @@ impl AdapterChoice {
 pub const DEFAULT_COMM_TIMEOUT_S: f64 = 600.0;
 
 /// [`Config::min_colour_size`]'s default: on lavapipe colourings of 1,000 positions per colour
-/// ran 2 to 3x slower than atomics, those of 10,000 or more as fast or faster, and around
-/// 3,000 the ranking changed from run to run (BENCHMARKS.md, "Contention"); a dispatch of
-/// fewer invocations is a few dozen workgroups, far from filling a GPU.
+/// ran 2.4 to 3.2x slower than native f32 atomics, of 2,765 1.8 to 3.9x slower, of 10,000 or
+/// more as fast or faster, and around 3,300 the ranking changed from run to run
+/// (BENCHMARKS.md, "Contention"); a dispatch of fewer invocations is a few dozen workgroups,
+/// far from filling a GPU.
 pub const DEFAULT_MIN_COLOUR_SIZE: usize = 4096;
 
 /// `auto` keeps a colouring of this many colours or fewer whatever their size
@@ -152,10 +153,13 @@ pub struct Config {
     /// average for a colouring of more than 16 colours to be kept (`PARLOOP_MIN_COLOUR_SIZE`,
     /// default 4096). Each colour is a dispatch, and a map onto few targets (a histogram's
     /// bins, a small 3-D mesh's vertices, many hub vertices) needs many colours of few
-    /// positions each: such a loop runs with atomics instead, native where the adapter has
-    /// them for its types and compare-and-swap otherwise, where it can run either (f64 needs
-    /// 64-bit integer atomics). `explain()` says so. Atomics add in no fixed order: 0 keeps
-    /// every colouring `auto` makes, and with it sums that are the same from run to run.
+    /// positions each: such a loop runs with native atomics instead where the adapter has them
+    /// for its increments (f32 adds). Where it would need compare-and-swap (f64, which needs
+    /// 64-bit integer atomics, f32 min/max, f32 on adapters without f32 atomics), the colours
+    /// must hold fewer than a quarter of this (1024 by default): a compare-and-swap loop costs
+    /// more per increment. `explain()` says what ran and why. Atomics add in no fixed order:
+    /// 0 keeps every colouring `auto` makes, and with it sums that are the same from run to
+    /// run.
     pub min_colour_size: usize,
     /// On N ranks: seconds a rank waits for the others (a message, a reduction, an agreement)
     /// before the job is aborted with a message naming the rank and what it waited in

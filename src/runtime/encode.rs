@@ -5,7 +5,7 @@ use super::cache::{PlanDeps, data_buffer, ensure_pipeline, ensure_plan, with_pla
 use super::check::CHECK;
 use super::{Cmd, Engine, PlanEntry, State, bound};
 use crate::codegen::strategy::{self, Schedule};
-use crate::codegen::{self, Params, reduce};
+use crate::codegen::{self, Atomic, Params, reduce};
 use crate::config::Strategy;
 use crate::error::{Error, Result};
 use crate::fuse::Group;
@@ -67,19 +67,20 @@ fn plan_of(
     })
 }
 
-/// `auto`'s look at a colouring's size (by plan key): why it is too small (None: it is not).
-/// Only the size: whether a group can run atomics depends on its types, which the key does
-/// not hold.
+/// What `auto` knows of a colouring's size (by plan key): the most increments one target
+/// takes (a lower bound on the colours, one pass over the map) and, once counted, the colours.
+/// Only sizes: what a group can run instead depends on its types, which the key does not hold.
 pub(crate) struct AutoColours {
-    too_small: Option<String>,
+    most: usize,
+    colours: Option<usize>,
     pub deps: PlanDeps,
 }
 
-/// Under `auto`, a colouring of many colours holding few positions each
-/// ([`strategy::colours_too_small`]) runs with atomics instead: native where the adapter has
-/// them for the group's types, else compare-and-swap, where the adapter can run either (each
-/// colour is a dispatch). The size is judged once per plan key: from the most increments one
-/// target takes (a lower bound on the colours, cheap to count), else from the colouring.
+/// Under `auto`, a colouring of many colours holding few positions each runs with atomics
+/// instead, where the adapter can run them for the group's types: native (native f32 adds),
+/// else compare-and-swap, which needs colours [`strategy::CAS_SHARE`] times smaller to gain
+/// ([`strategy::colours_too_small`]). Each colour is a dispatch. The sizes are learnt once per
+/// plan key, the colouring counted only where the bound does not decide.
 pub(super) fn auto_colours(
     ctx: &Engine,
     st: &mut State,
@@ -105,49 +106,71 @@ pub(super) fn auto_colours(
     };
     let first = !st.auto_colours.contains_key(&spec.key);
     if first {
-        let too_small = look(ctx, st, g, &lw, spec)?;
+        let most = with_plan_input(&lw, spec, plan::most_increments);
         let deps = PlanDeps::of(&lw, spec);
-        st.auto_colours
-            .insert(spec.key.clone(), AutoColours { too_small, deps });
+        let facts = AutoColours {
+            most,
+            colours: None,
+            deps,
+        };
+        st.auto_colours.insert(spec.key.clone(), facts);
     }
-    let Some(why) = st.auto_colours[&spec.key].too_small.clone() else {
+    let min = choice.min_colour_size;
+    // The loosest test first (native atomics): most colourings stop here, unchanged.
+    let Some(_) = too_small(ctx, st, g, &lw, spec, min)? else {
         return Ok(lw);
     };
-    for strategy in [Strategy::Atomics, Strategy::Cas] {
-        if let Ok(mut other) = lower(g, &Choice { strategy, ..choice }) {
-            if first {
-                // Built only to be counted (no group has bound it yet): its buffer goes. A
-                // later group of this key that cannot run atomics builds it again.
-                st.plans.remove(&spec.key);
-            }
-            other.note = Some(why);
-            return Ok(other);
-        }
+    let Some(mut other) = [Strategy::Atomics, Strategy::Cas]
+        .into_iter()
+        .find_map(|strategy| lower(g, &Choice { strategy, ..choice }).ok())
+    else {
+        return Ok(lw);
+    };
+    let cas = other.ir.bindings.iter().any(|b| b.atomic == Atomic::Bits);
+    let min = if cas { min / strategy::CAS_SHARE } else { min };
+    let Some(why) = too_small(ctx, st, g, &lw, spec, min)? else {
+        return Ok(lw);
+    };
+    if first {
+        // Built only to be counted (no group has bound it yet): its buffer goes. A later
+        // group of this key that keeps its colouring builds it again.
+        st.plans.remove(&spec.key);
     }
-    Ok(lw)
+    other.note = Some(why);
+    Ok(other)
 }
 
-/// Why `lw`'s colouring is too small (None: it is not), the first time [`auto_colours`]
-/// meets its plan key.
-fn look(
+/// Why `lw`'s colouring is too small against `min_colour_size` (None: it is not): from the
+/// bound where it decides, else from the colouring, counted once.
+fn too_small(
     ctx: &Engine,
     st: &mut State,
     g: &Group,
     lw: &Lowered,
     spec: &PlanSpec,
+    min_colour_size: usize,
 ) -> Result<Option<String>> {
-    let (positions, min) = (lw.positions(), ctx.choice.min_colour_size);
-    let most = with_plan_input(lw, spec, plan::most_increments);
-    if strategy::colours_too_small(most, positions, min) {
+    let positions = lw.positions();
+    let most = st.auto_colours[&spec.key].most;
+    if strategy::colours_too_small(most, positions, min_colour_size) {
         return Ok(Some(format!(
             "auto: a colouring needs at least {most} colours of at most {} positions",
             positions / most
         )));
     }
-    let plan = plan_of(ctx, st, g, lw, spec)?;
-    let colours = plan.colour.as_ref().map_or(0, |c| c.colours());
+    let colours = match st.auto_colours[&spec.key].colours {
+        Some(c) => c,
+        None => {
+            let plan = plan_of(ctx, st, g, lw, spec)?;
+            let c = plan.colour.as_ref().map_or(0, |c| c.colours());
+            if let Some(facts) = st.auto_colours.get_mut(&spec.key) {
+                facts.colours = Some(c);
+            }
+            c
+        }
+    };
     Ok(
-        strategy::colours_too_small(colours, positions, min).then(|| {
+        strategy::colours_too_small(colours, positions, min_colour_size).then(|| {
             format!(
                 "auto: a colouring needs {colours} colours of {} positions",
                 positions / colours

@@ -67,17 +67,26 @@ fn default_size() -> usize {
 /// The types `auto` colours on this adapter, each with what it runs instead of a colouring of
 /// many small colours (None: nothing, the colouring stays).
 fn coloured(ctx: &Context) -> Vec<(DType, Option<&'static str>)> {
+    coloured_by(ctx)
+        .into_iter()
+        .map(|(t, i)| (t, i.map(|(name, _)| name)))
+        .collect()
+}
+
+/// [`coloured`], with whether what runs instead is compare-and-swap (f64 under `atomics`
+/// too), whose colours must be 4 times smaller.
+fn coloured_by(ctx: &Context) -> Vec<(DType, Option<(&'static str, bool)>)> {
     let gpu = ctx.gpu();
     let cpu = gpu.info.device_type == wgpu::DeviceType::Cpu;
     let mut types = Vec::new();
     match (gpu.float_atomics(), cpu) {
-        (true, true) => types.push((DType::F32, Some("atomics"))),
-        (false, _) => types.push((DType::F32, Some("cas"))),
+        (true, true) => types.push((DType::F32, Some(("atomics", false)))),
+        (false, _) => types.push((DType::F32, Some(("cas", true)))),
         // Native atomics from the start: `auto` never colours f32 here.
         (true, false) => {}
     }
     if gpu.f64() {
-        types.push((DType::F64, gpu.int64_atomics().then_some("atomics")));
+        types.push((DType::F64, gpu.int64_atomics().then_some(("atomics", true))));
     }
     types
 }
@@ -162,9 +171,9 @@ fn a_colouring_with_more_colours_than_any_target_takes_increments_is_counted() {
 #[test]
 fn auto_keeps_few_colours_and_colours_of_min_colour_size() {
     let ctx = auto(default_size());
-    let hundred = auto(100);
-    for (t, instead) in coloured(&ctx) {
-        let Some(name) = instead else { continue };
+    let four_hundred = auto(400);
+    for (t, instead) in coloured_by(&ctx) {
+        let Some((name, cas)) = instead else { continue };
         // 16 colours of 2 positions: few dispatches, kept; 17 are not.
         let (schedule, _) = typed(t, || bins::<f32>(&ctx, 32, 2), || bins::<f64>(&ctx, 32, 2));
         assert_eq!(schedule, "global-colour (16 colours)", "{t}");
@@ -176,23 +185,33 @@ fn auto_keeps_few_colours_and_colours_of_min_colour_size() {
             "{t}"
         );
         assert_eq!(dispatches, 1, "{t}");
-        // 17 colours of exactly min_colour_size positions are kept, of one fewer are not.
-        let (schedule, _) = typed(
-            t,
-            || bins::<f32>(&hundred, 1700, 100),
-            || bins::<f64>(&hundred, 1700, 100),
-        );
-        assert_eq!(schedule, "global-colour (17 colours)", "{t}");
-        let (schedule, _) = typed(
-            t,
-            || bins::<f32>(&hundred, 1683, 99),
-            || bins::<f64>(&hundred, 1683, 99),
-        );
+        // With min_colour_size 400: 17 colours of exactly the limit are kept, of one fewer are
+        // not. The limit is 400 for native atomics, 100 for compare-and-swap.
+        let limit = if cas { 100 } else { 400 };
+        let on = |n: usize, b: usize| {
+            typed(
+                t,
+                || bins::<f32>(&four_hundred, n, b),
+                || bins::<f64>(&four_hundred, n, b),
+            )
+            .0
+        };
+        assert_eq!(on(17 * limit, limit), "global-colour (17 colours)", "{t}");
+        let less = limit - 1;
         assert_eq!(
-            schedule,
-            format!("{name} (auto: a colouring needs at least 17 colours of at most 99 positions)"),
+            on(17 * less, less),
+            format!(
+                "{name} (auto: a colouring needs at least 17 colours of at most {less} positions)"
+            ),
             "{t}"
         );
+        // Between the two limits: native atomics take it, compare-and-swap does not.
+        let between = on(17 * 200, 200);
+        if cas {
+            assert_eq!(between, "global-colour (17 colours)", "{t}");
+        } else {
+            assert!(between.starts_with("atomics (auto: "), "{t}: {between}");
+        }
     }
 }
 

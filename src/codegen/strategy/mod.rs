@@ -150,11 +150,19 @@ fn auto(req: &Request, racing: &[DType]) -> Schedule {
     }
 }
 
+/// How many times smaller than `Config::min_colour_size` colours must be for `auto` to run
+/// them by compare-and-swap (f64, f32 min/max, f32 on adapters without f32 atomics): a
+/// compare-and-swap loop costs more per increment than a native add. On GL llvmpipe f32
+/// compare-and-swap ran 1.9 to 2.2x slower than colouring at 2,765 positions per colour and
+/// 1.1x faster at 1,000 (BENCHMARKS.md, "Contention").
+pub const CAS_SHARE: usize = 4;
+
 /// `auto`'s second look, once a colouring's size is known (the runtime asks): whether a
 /// colouring of `colours` colours over `positions` positions runs better with atomics, each
 /// colour being a dispatch. More than [`AUTO_FEW_COLOURS`] colours holding fewer than
-/// `min_colour_size` positions on average (`Config::min_colour_size`). Monotone in
-/// `colours`: true of a lower bound on the colours is true of the colouring.
+/// `min_colour_size` positions on average (`Config::min_colour_size` for native atomics, a
+/// [`CAS_SHARE`]th of it for compare-and-swap). Monotone in `colours`: true of a lower bound
+/// on the colours is true of the colouring.
 pub fn colours_too_small(colours: usize, positions: usize, min_colour_size: usize) -> bool {
     colours > AUTO_FEW_COLOURS && positions < colours.saturating_mul(min_colour_size)
 }
