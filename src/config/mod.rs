@@ -59,11 +59,12 @@ impl AdapterChoice {
 /// Seconds a rank waits for the others before the job is aborted (`Config::comm_timeout_s`).
 pub const DEFAULT_COMM_TIMEOUT_S: f64 = 600.0;
 
-/// [`Config::min_colour_size`]'s default: on lavapipe colourings of 1,000 positions per colour
-/// ran 2.4 to 3.2x slower than native f32 atomics, of 2,765 1.8 to 3.9x slower, of 10,000 or
-/// more as fast or faster, and around 3,300 the ranking changed from run to run
-/// (BENCHMARKS.md, "Contention"); a dispatch of fewer invocations is a few dozen workgroups,
-/// far from filling a GPU.
+/// [`Config::min_colour_size`]'s default: on lavapipe a colouring of 1,000 positions per colour
+/// ran 2.4 to 3.2x slower than `auto` with native f32 atomics, one of 2,765 (a small
+/// tetrahedral mesh) 1.6 to 3.9x slower, and around 3,300 the ranking changed from run to run;
+/// histograms of 10,000 positions per colour ran as fast or faster coloured (BENCHMARKS.md,
+/// "Contention"). A dispatch of fewer invocations is a few dozen workgroups, far from filling
+/// a GPU.
 pub const DEFAULT_MIN_COLOUR_SIZE: usize = 4096;
 
 /// `auto` keeps a colouring of this many colours or fewer whatever their size

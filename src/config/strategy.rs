@@ -7,8 +7,9 @@
 pub enum Strategy {
     /// `atomics` on GPUs with native f32 atomics, else `global-colour` (CPU adapters,
     /// adapters without float atomics, f64), unless the colouring needs many small colours
-    /// (`Config::min_colour_size`): then atomics, native or compare-and-swap, where the
-    /// adapter can run them. ARCHITECTURE.md has the measurements behind these choices.
+    /// (`Config::min_colour_size`; a quarter of it where compare-and-swap would run): then
+    /// atomics, native or compare-and-swap, where the adapter can run them. ARCHITECTURE.md
+    /// has the measurements behind these choices.
     #[default]
     Auto,
     /// Coloured mini-partitions, one per workgroup, with staging.

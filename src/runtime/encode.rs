@@ -5,7 +5,7 @@ use super::cache::{PlanDeps, data_buffer, ensure_pipeline, ensure_plan, with_pla
 use super::check::CHECK;
 use super::{Cmd, Engine, PlanEntry, State, bound};
 use crate::codegen::strategy::{self, Schedule};
-use crate::codegen::{self, Atomic, Params, reduce};
+use crate::codegen::{self, Atomic, BindingKind, Params, reduce};
 use crate::config::Strategy;
 use crate::error::{Error, Result};
 use crate::fuse::Group;
@@ -104,8 +104,7 @@ pub(super) fn auto_colours(
     let Some(spec) = &lw.plan else {
         return Ok(lw);
     };
-    let first = !st.auto_colours.contains_key(&spec.key);
-    if first {
+    if !st.auto_colours.contains_key(&spec.key) {
         let most = with_plan_input(&lw, spec, plan::most_increments);
         let deps = PlanDeps::of(&lw, spec);
         let facts = AutoColours {
@@ -116,6 +115,7 @@ pub(super) fn auto_colours(
         st.auto_colours.insert(spec.key.clone(), facts);
     }
     let min = choice.min_colour_size;
+    let built_before = st.plans.contains_key(&spec.key);
     // The loosest test first (native atomics): most colourings stop here, unchanged.
     let Some(_) = too_small(ctx, st, g, &lw, spec, min)? else {
         return Ok(lw);
@@ -126,14 +126,17 @@ pub(super) fn auto_colours(
     else {
         return Ok(lw);
     };
-    let cas = other.ir.bindings.iter().any(|b| b.atomic == Atomic::Bits);
+    // Compare-and-swap on a racing Dat (checking mode's records are atomic bits too).
+    let cas = (other.ir.bindings.iter())
+        .any(|b| matches!(b.kind, BindingKind::Dat { .. }) && b.atomic == Atomic::Bits);
     let min = if cas { min / strategy::CAS_SHARE } else { min };
     let Some(why) = too_small(ctx, st, g, &lw, spec, min)? else {
         return Ok(lw);
     };
-    if first {
-        // Built only to be counted (no group has bound it yet): its buffer goes. A later
-        // group of this key that keeps its colouring builds it again.
+    if !built_before {
+        // Built here only to be counted, so no group has bound it: its buffer goes. A later
+        // group of this key that keeps its colouring builds it again. (One built before may
+        // be bound by a group of this force.)
         st.plans.remove(&spec.key);
     }
     other.note = Some(why);

@@ -1,8 +1,8 @@
 //! `auto` and colourings of many small colours: a map onto few targets needs a colour, and so a
 //! dispatch, per increment a target takes. Under `auto` a colouring of more than 16 colours
-//! holding fewer than `Config::min_colour_size` positions on average runs with atomics
-//! instead (native where the adapter has them, else compare-and-swap), and `explain()` says
-//! so. Sums of small integers are exact in any order, so every run is checked against plain
+//! holding fewer than `Config::min_colour_size` positions on average runs with native atomics
+//! instead where the adapter has them; with compare-and-swap where it would need that, if the
+//! colours hold under a quarter of it; and `explain()` says so. Sums of small integers are exact in any order, so every run is checked against plain
 //! Rust exactly. Each case runs in every type that `auto` colours on the adapter at hand (f32
 //! on CPU adapters and adapters without f32 atomics, f64 wherever the adapter has it).
 
@@ -373,4 +373,56 @@ fn run<T: Real>(ctx: &Context, elements: &Set, bins: &Set, m: &Map) -> (String, 
         .unwrap_or_else(|| panic!("no schedules line in\n{explain}"))
         .to_string();
     (schedule, ctx.stats().last_dispatches)
+}
+
+#[test]
+fn one_map_in_two_types_in_one_force_each_judged_by_what_it_runs() {
+    // At min_colour_size 400, 17 colours of 200 positions are small for native atomics and
+    // not for compare-and-swap. Unfused, in one force: the f64 group (compare-and-swap) keeps
+    // the colouring and binds it; the f32 group (native) switches and leaves it in place. The
+    // same in checking mode, whose records are not a compare-and-swap of the loop's.
+    for check in [false, true] {
+        let ctx = ctx_with(Config {
+            strategy: Strategy::Auto,
+            min_colour_size: 400,
+            fusion: false,
+            check,
+            ..Config::from_env().unwrap()
+        });
+        let types = coloured_by(&ctx);
+        let native = types.contains(&(DType::F32, Some(("atomics", false))));
+        if !native || !types.contains(&(DType::F64, Some(("atomics", true)))) {
+            return; // the adapter lacks native f32 atomics or f64 compare-and-swap
+        }
+        let (n, nbins) = (3400, 200);
+        let elements = Set::new("elements", n);
+        let bins = Set::new("bins", nbins);
+        let values: Vec<u32> = (0..n).map(|e| (e % nbins) as u32).collect();
+        let m = Map::new("bin", &elements, &bins, 1, &values).unwrap();
+        let add = |t: &str| {
+            Kernel::new(
+                format!("add_{t}"),
+                format!("fn add_{t}(b: ptr<function, array<{t}, 1>>) {{ (*b)[0] += {t}(1); }}"),
+            )
+        };
+        let b64 = ctx.dat_zeros::<f64>("b64", &bins, 1).unwrap();
+        let b32 = ctx.dat_zeros::<f32>("b32", &bins, 1).unwrap();
+        ctx.par_loop(&add("f64"), &elements, &[b64.at(&m, 0).inc()])
+            .unwrap();
+        ctx.par_loop(&add("f32"), &elements, &[b32.at(&m, 0).inc()])
+            .unwrap();
+        ctx.flush().unwrap();
+        let explain = ctx.explain();
+        assert!(
+            explain.contains(
+                "schedules: global-colour (17 colours), atomics (auto: a colouring needs at \
+                 least 17 colours of at most 200 positions)"
+            ),
+            "check {check}: {explain}"
+        );
+        assert_eq!(&*b64.data_ro().unwrap(), &[17.0f64; 200][..]);
+        assert_eq!(&*b32.data_ro().unwrap(), &[17.0f32; 200][..]);
+        let s = ctx.stats();
+        assert_eq!((s.plans_built, s.plans_cached), (1, 1), "check {check}");
+    }
 }
