@@ -61,7 +61,7 @@ pub const DEFAULT_COMM_TIMEOUT_S: f64 = 600.0;
 
 /// [`Config::min_colour_size`]'s default: on lavapipe a colouring of 1,000 positions per colour
 /// ran 2.4 to 3.2x slower than `auto` with native f32 atomics, one of 2,765 (a small
-/// tetrahedral mesh) 1.6 to 3.9x slower, and around 3,300 the ranking changed from run to run;
+/// tetrahedral mesh) 1.8 to 3.9x slower, and around 3,300 the ranking changed from run to run;
 /// histograms of 10,000 positions per colour ran as fast or faster coloured (BENCHMARKS.md,
 /// "Contention"). A dispatch of fewer invocations is a few dozen workgroups, far from filling
 /// a GPU.

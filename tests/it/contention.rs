@@ -2,9 +2,10 @@
 //! dispatch, per increment a target takes. Under `auto` a colouring of more than 16 colours
 //! holding fewer than `Config::min_colour_size` positions on average runs with native atomics
 //! instead where the adapter has them; with compare-and-swap where it would need that, if the
-//! colours hold under a quarter of it; and `explain()` says so. Sums of small integers are exact in any order, so every run is checked against plain
-//! Rust exactly. Each case runs in every type that `auto` colours on the adapter at hand (f32
-//! on CPU adapters and adapters without f32 atomics, f64 wherever the adapter has it).
+//! colours hold under a quarter of it; and `explain()` says so. Sums of small integers are
+//! exact in any order, so every run is checked against plain Rust exactly. Each case runs in
+//! every type that `auto` colours on the adapter at hand (f32 on CPU adapters and adapters
+//! without f32 atomics, f64 wherever the adapter has it).
 
 use crate::common::ctx_with;
 use parloop::{Config, Context, DType, Kernel, Map, Real, Set, Strategy};
@@ -425,4 +426,58 @@ fn one_map_in_two_types_in_one_force_each_judged_by_what_it_runs() {
         let s = ctx.stats();
         assert_eq!((s.plans_built, s.plans_cached), (1, 1), "check {check}");
     }
+}
+
+#[test]
+fn a_colouring_counted_by_a_later_group_that_switches_is_not_kept() {
+    // The 153 edges of the complete graph on 18 vertices, each incrementing its two ends: a
+    // vertex takes 17 increments, and greedy colouring needs more colours than that. At
+    // min_colour_size 24, in one force: the f32 group (native) switches on the bound alone;
+    // the f64 group (compare-and-swap, limit 6) must count the colouring, then switches too.
+    // Nothing binds the colouring, so none is kept.
+    let ctx = ctx_with(Config {
+        strategy: Strategy::Auto,
+        min_colour_size: 24,
+        balance_colours: false,
+        fusion: false,
+        ..Config::from_env().unwrap()
+    });
+    let types = coloured_by(&ctx);
+    let native = types.contains(&(DType::F32, Some(("atomics", false))));
+    if !native || !types.contains(&(DType::F64, Some(("atomics", true)))) {
+        return; // the adapter lacks native f32 atomics or f64 compare-and-swap
+    }
+    let n = 18u32;
+    let edges: Vec<u32> = (0..n)
+        .flat_map(|a| (a + 1..n).flat_map(move |b| [a, b]))
+        .collect();
+    let e = Set::new("edges", edges.len() / 2);
+    let v = Set::new("vertices", n as usize);
+    let m = Map::new("ends", &e, &v, 2, &edges).unwrap();
+    let add = |t: &str| {
+        Kernel::new(
+            format!("ends_{t}"),
+            format!(
+                "fn ends_{t}(b: ptr<function, array<{t}, 2>>) {{ (*b)[0] += {t}(1); \
+                 (*b)[1] += {t}(1); }}"
+            ),
+        )
+    };
+    let b32 = ctx.dat_zeros::<f32>("b32", &v, 1).unwrap();
+    let b64 = ctx.dat_zeros::<f64>("b64", &v, 1).unwrap();
+    ctx.par_loop(&add("f32"), &e, &[b32.all(&m).inc()]).unwrap();
+    ctx.par_loop(&add("f64"), &e, &[b64.all(&m).inc()]).unwrap();
+    ctx.flush().unwrap();
+    let explain = ctx.explain();
+    assert!(
+        explain.contains(
+            "schedules: atomics (auto: a colouring needs at least 17 colours of at most 9 \
+             positions), atomics (auto: a colouring needs 31 colours of 4 positions)"
+        ),
+        "{explain}"
+    );
+    assert_eq!(&*b32.data_ro().unwrap(), &[17.0f32; 18][..]);
+    assert_eq!(&*b64.data_ro().unwrap(), &[17.0f64; 18][..]);
+    let s = ctx.stats();
+    assert_eq!((s.plans_built, s.plans_cached), (1, 0));
 }
