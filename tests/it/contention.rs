@@ -37,13 +37,17 @@ fn scatter<T: Real>(ctx: &Context, targets: usize, arity: usize, values: &[u32])
     }
     let expect: Vec<T> = expect.into_iter().map(T::from_f64).collect();
     assert_eq!(&*b.data_ro().unwrap(), &expect[..], "{n} elements, {t}");
+    (schedule(ctx), ctx.stats().last_dispatches)
+}
+
+/// The last force's schedules, as `explain()` lists them.
+fn schedule(ctx: &Context) -> String {
     let explain = ctx.explain();
-    let schedule = explain
+    explain
         .lines()
         .find_map(|l| l.trim().strip_prefix("schedules: "))
         .unwrap_or_else(|| panic!("no schedules line in\n{explain}"))
-        .to_string();
-    (schedule, ctx.stats().last_dispatches)
+        .to_string()
 }
 
 /// `n` elements into `bins` bins, element e into bin `e % bins`.
@@ -273,10 +277,7 @@ fn a_switched_group_keeps_its_reduction_its_minimum_and_its_fused_loops() {
     // Both loops in one group, one dispatch and the reduction's finalize.
     ctx.flush().unwrap();
     let explain = ctx.explain();
-    let schedule = explain
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("schedules: "))
-        .expect("a schedules line");
+    let schedule = schedule(&ctx);
     assert!(
         schedule.starts_with(&format!(
             "{name} (auto: a colouring needs at least 1000 colours"
@@ -367,13 +368,7 @@ fn run<T: Real>(ctx: &Context, elements: &Set, bins: &Set, m: &Map) -> (String, 
     }
     let expect: Vec<T> = expect.into_iter().map(T::from_f64).collect();
     assert_eq!(&*b.data_ro().unwrap(), &expect[..], "{t}");
-    let explain = ctx.explain();
-    let schedule = explain
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("schedules: "))
-        .unwrap_or_else(|| panic!("no schedules line in\n{explain}"))
-        .to_string();
-    (schedule, ctx.stats().last_dispatches)
+    (schedule(ctx), ctx.stats().last_dispatches)
 }
 
 #[test]
