@@ -62,6 +62,10 @@ struct Args {
     /// Read CG's residual every this many iterations.
     #[arg(long, default_value_t = 10)]
     check_every: usize,
+    /// CG's recurrence: standard (two reductions per iteration), single (one), or pipelined
+    /// (one, hidden on N ranks behind the preconditioner and y = A x; f64 only).
+    #[arg(long, value_enum, default_value_t = Recurrence::Standard)]
+    recurrence: Recurrence,
     /// Write the system solved (A.mtx, b.txt) into this directory, for other solvers.
     #[arg(long)]
     export: Option<PathBuf>,
@@ -82,6 +86,18 @@ pub enum Pc {
     Amg,
     /// A Chebyshev polynomial in D^-1 A, 3 steps (`linalg::Chebyshev`).
     Chebyshev,
+}
+
+/// CG's recurrence (`SolveOptions::single_reduction`, `SolveOptions::pipelined`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Recurrence {
+    /// Two reductions per iteration.
+    Standard,
+    /// Chronopoulos and Gear's: one reduction per iteration.
+    Single,
+    /// Ghysels and Vanroose's: one reduction per iteration, in flight while the preconditioner
+    /// and y = A x run.
+    Pipelined,
 }
 
 /// `mesh` (the unit square or cube of `n` squares or cubes per side) with its interior
@@ -146,7 +162,7 @@ pub struct Solution<T: Real> {
     pub error: Dat<T>,
     pub report: SolveReport,
     pub l2_error: f64,
-    pub per_iteration: [f64; 4],
+    pub per_iteration: [f64; 6],
     pub a: parloop::linalg::Mat<T>,
     pub b: Dat<T>,
     pub amg: Option<AmgReport>,
@@ -355,6 +371,8 @@ pub fn solve_with<T: Real>(
         per(after.readbacks, before.readbacks),
         per(after.uploads, before.uploads),
         per(after.dispatches, before.dispatches),
+        per(after.global_reductions, before.global_reductions),
+        per(after.reductions_hidden, before.reductions_hidden),
     ];
     // The discrete L2 error with the lumped mass, and the error itself for ParaView.
     let error = ctx.dat_zeros::<T>("error", &md.vertices, 1)?;
@@ -425,6 +443,8 @@ fn run<T: Real>(
     let opts = SolveOptions {
         rtol: a.rtol,
         check_every: a.check_every,
+        single_reduction: a.recurrence == Recurrence::Single,
+        pipelined: a.recurrence == Recurrence::Pipelined,
         ..SolveOptions::default()
     };
     let t = std::time::Instant::now();
@@ -449,12 +469,20 @@ fn run<T: Real>(
          included); L2 error {:.6e}",
         s.report.iterations, s.l2_error
     );
-    let [sub, rb, up, disp] = s.per_iteration;
+    let [sub, rb, up, disp, red, hidden] = s.per_iteration;
     println!(
         "per CG iteration: {sub:.2} submissions, {rb:.2} readbacks, {up:.2} uploads, {disp:.1} \
-         dispatches (the residual is read every {} iterations)",
-        opts.check_every
+         dispatches (the residual is read every {} iterations); {:.3} ms",
+        opts.check_every,
+        1e3 * s.solve_s / s.report.iterations.max(1) as f64
     );
+    if ctx.ranks() > 1 {
+        println!(
+            "per CG iteration on {} ranks: {red:.2} reductions over the ranks, {hidden:.2} of \
+             them in flight while other work ran",
+            ctx.ranks()
+        );
+    }
     if let Some(r) = &s.amg {
         println!(
             "AMG: {} levels {:?} (unknowns, nonzeros), operator complexity {:.3}; setup {:.2} s \

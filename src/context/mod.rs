@@ -51,8 +51,12 @@ pub(crate) struct Scheduler {
 
 /// What only a run on N ranks holds.
 pub(crate) struct DistState {
-    /// Lazy mode: Global reductions begun and not yet ended (by the partial value's id).
-    pub reductions: RefCell<std::collections::HashMap<u64, crate::part::Reduction>>,
+    /// Lazy mode: Global reductions begun and not yet ended (by the partial value's id), each
+    /// with `device_runs` at its begin.
+    pub reductions: RefCell<std::collections::HashMap<u64, (crate::part::Reduction, u64)>>,
+    /// Lazy mode: the rounds' submissions of device work (a reduction that ends after more of
+    /// them than at its begin was in flight while they ran).
+    pub device_runs: std::cell::Cell<u64>,
     /// Per (distributed set, type, dim): the send-list set, map and kernel that pack a halo
     /// exchange on the device.
     pub packers: RefCell<std::collections::HashMap<(u64, DType, usize), Packer>>,
@@ -234,6 +238,7 @@ impl Context {
             packers: RefCell::new(std::collections::HashMap::new()),
             received: RefCell::new(std::collections::HashMap::new()),
             reductions: RefCell::new(std::collections::HashMap::new()),
+            device_runs: std::cell::Cell::new(0),
             maps_checked: RefCell::new(std::collections::HashMap::new()),
             recv_delay_ms: std::cell::Cell::new(0),
             halo_counts: std::cell::Cell::new((0, 0)),

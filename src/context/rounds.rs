@@ -99,8 +99,21 @@ impl Context {
                 continue;
             }
             round += 1;
-            // The sends and everything they need go first.
+            // The reductions whose partials are computed by the end of this round begin as soon
+            // as they are: their values are read back with the packed ones, and the reduction
+            // over the ranks travels while the rest runs.
+            let begins: Vec<usize> = (0..n)
+                .filter(|&k| {
+                    !done[k]
+                        && matches!(*loops[k], Computation::ReduceBegin { .. })
+                        && deps[k].iter().all(|&j| done[j] || avail[j])
+                })
+                .collect();
+            // The sends, the begins and everything they need go first.
             let mut first = vec![false; n];
+            for &k in &begins {
+                deps[k].iter().for_each(|&j| first[j] |= avail[j]);
+            }
             for k in (0..n).rev() {
                 if avail[k] && (first[k] || matches!(*loops[k], Computation::HaloSend { .. })) {
                     first[k] = true;
@@ -135,34 +148,57 @@ impl Context {
                 }
                 r
             };
-            let packed: Vec<Rc<DataInner>> = sends.iter().map(|s| s.1.clone()).collect();
+            let mut packed: Vec<Rc<DataInner>> = sends.iter().map(|s| s.1.clone()).collect();
+            packed.extend(begins.iter().filter_map(|&k| match &*loops[k] {
+                Computation::ReduceBegin { local, .. } => Some(local.clone()),
+                Computation::Loop(_)
+                | Computation::HaloSend { .. }
+                | Computation::HaloRecv { .. }
+                | Computation::ReduceEnd { .. } => None,
+            }));
+            let (later_pack, later_core) = (later(false), later(true));
             let (mut e1, mut e2) = (Explain::default(), Explain::default());
             if failed.is_none() {
                 let r1;
                 (e1, r1) = self
-                    .run_groups(&device_loops(&pack), &packed, later(false), false)
+                    .run_groups(&device_loops(&pack), &packed, later_pack, false)
                     .await;
                 note(r1, &mut failed);
+                self.ran(&pack);
+            }
+            // Every rank begins the same reductions in the same order, after an error too.
+            let mut begun = Explain::default();
+            for &k in &begins {
+                let r = self
+                    .host_step(&loops[k], &mut begun, failed.is_some())
+                    .await;
+                note(r, &mut failed);
+                done[k] = true;
             }
             if failed.is_none() {
                 let r2;
                 (e2, r2) = self
-                    .run_groups(&device_loops(&core), &[], later(true), false)
+                    .run_groups(&device_loops(&core), &[], later_core, false)
                     .await;
                 note(r2, &mut failed);
+                self.ran(&core);
             }
             let names =
                 |v: &[Rc<Computation>]| v.iter().map(|l| l.label()).collect::<Vec<_>>().join(", ");
-            text.line(&if sends.is_empty() {
-                format!("round {round}: [{}], no exchange", names(&core))
-            } else {
-                format!(
-                    "round {round}: first [{}]; then, while the messages travel, [{}]",
+            let travel = match (sends.is_empty(), begins.is_empty()) {
+                (true, true) => None,
+                (false, _) => Some("messages"),
+                (true, false) => Some("reductions"),
+            };
+            text.line(&match travel {
+                None => format!("round {round}: [{}], no exchange", names(&core)),
+                Some(what) => format!(
+                    "round {round}: first [{}]; then, while the {what} travel, [{}]",
                     names(&pack),
                     names(&core)
-                )
+                ),
             });
-            for e in [e1, e2].iter().filter(|e| !e.is_empty()) {
+            for e in [begun, e1, e2].iter().filter(|e| !e.is_empty()) {
                 text.nest(e);
             }
             let core_done =
@@ -199,6 +235,14 @@ impl Context {
         match failed {
             Some(e) => Err(e),
             None => runtime::exec::run(&self.0.engine, &[], readback, false).await,
+        }
+    }
+
+    /// Counts a submission of `loops` (none when empty) for [`crate::Stats::reductions_hidden`].
+    fn ran(&self, loops: &[Rc<Computation>]) {
+        if loops.iter().any(|c| c.device_loop().is_some()) {
+            let runs = &self.0.dist().device_runs;
+            runs.set(runs.get() + 1);
         }
     }
 
@@ -305,7 +349,12 @@ impl Context {
                     self.0
                         .comm
                         .start_all_reduce(local.dtype, reduce_op(*access), &words, &what);
-                self.0.dist().reductions.borrow_mut().insert(local.id, r);
+                let runs = self.0.dist().device_runs.get();
+                self.0
+                    .dist()
+                    .reductions
+                    .borrow_mut()
+                    .insert(local.id, (r, runs));
                 read?;
             }
             Computation::ReduceEnd {
@@ -315,10 +364,13 @@ impl Context {
                 ..
             } => {
                 let r = self.0.dist().reductions.borrow_mut().remove(&local.id);
-                let r = r.ok_or_else(|| {
+                let (r, runs) = r.ok_or_else(|| {
                     Error::Usage(format!("internal: {} before its begin", c.label()))
                 })?;
                 let mut words = r.finish();
+                if self.0.dist().device_runs.get() > runs {
+                    self.0.engine.rt.borrow_mut().stats.reductions_hidden += 1;
+                }
                 if *access == Access::Inc {
                     // The rank's partial (MIN/MAX reduce the user's Global in place: it stays).
                     local.state.dropped();

@@ -77,8 +77,19 @@ pub async fn cg_async<T: Real>(
     pc: Option<&dyn Preconditioner<T>>,
     opts: &SolveOptions,
 ) -> Result<SolveReport> {
-    if opts.single_reduction {
-        return super::cg_single::cg_single(ctx, a, b, x, pc, opts).await;
+    match (opts.single_reduction, opts.pipelined) {
+        (true, true) => {
+            return Err(crate::Error::Usage(
+                "cg: SolveOptions asks for both single_reduction and pipelined, two different \
+                 recurrences: set one"
+                    .into(),
+            ));
+        }
+        (true, false) => return super::cg_single::cg_single(ctx, a, b, x, pc, opts).await,
+        (false, true) => {
+            return super::cg_pipelined::cg_pipelined(ctx, a, b, x, pc, opts).await;
+        }
+        (false, false) => {}
     }
     let mut f = match Frame::new(ctx, "cg", b, x, pc, opts).await? {
         Ok(f) => f,

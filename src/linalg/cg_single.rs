@@ -18,7 +18,7 @@ use super::solve::{Frame, Operator, SolveOptions, SolveReport};
 use crate::{Context, Dat, Global, Kernel, Real, Result};
 use std::rc::Rc;
 
-/// The kernels of one type and dim, one WGSL source. `dots` is [(r, u), (w, u), (r, r)] of
+/// The update kernels of one type and dim, one WGSL source. `dots` is [(r, u), (w, u), (r, r)] of
 /// this iteration, `old` the previous iteration's, `ps` the element's p, s and copy of the
 /// previous alpha (replaced by this iteration's). At or below the squared norm
 /// `parloop_cg1_tau_<type>` (or with (r, u) = 0) the steps are 0 and x and r stay as they
@@ -51,17 +51,29 @@ fn pl_cg1_update_self_{t}_{d}(dots: ptr<function, array<{t}, 3>>, old: ptr<funct
     var u = *r;
     pl_cg1_update_{t}_{d}(dots, old, &u, w, ps, x, r);
 }}
-fn pl_cg1_dots_{t}_{d}(r: ptr<function, array<{t}, {d}>>, u: ptr<function, array<{t}, {d}>>,
-                   w: ptr<function, array<{t}, {d}>>, next: ptr<function, array<{t}, 3>>) {{
+",
+        e = 2 * d + 1,
+        a = 2 * d
+    )
+}
+
+/// The kernel of [(r, u), (w, u), (r, r)] added into a Global of 3 (r, u, w in that order),
+/// which pipelined CG takes too.
+pub(super) fn dots_kernel(t: crate::DType, d: usize) -> Kernel {
+    let name = format!("pl_cg1_dots_{t}_{d}");
+    Kernel::new(
+        &name,
+        format!(
+            "fn {name}(r: ptr<function, array<{t}, {d}>>, u: ptr<function, array<{t}, {d}>>,
+     w: ptr<function, array<{t}, {d}>>, next: ptr<function, array<{t}, 3>>) {{
     for (var i = 0u; i < {d}u; i++) {{
         (*next)[0] += (*r)[i] * (*u)[i];
         (*next)[1] += (*w)[i] * (*u)[i];
         (*next)[2] += (*r)[i] * (*r)[i];
     }}
 }}
-",
-        e = 2 * d + 1,
-        a = 2 * d
+"
+        ),
     )
 }
 
@@ -102,8 +114,9 @@ pub(super) async fn cg_single<T: Real>(
     f.residual(a, &r, &w)?;
     precondition()?;
     a.apply(ctx, u, &w)?;
+    let dots = dots_kernel(t, d);
     let products =
-        |g: &Global<T>| ctx.par_loop(&k("dots"), set, &[r.read(), u.read(), w.read(), g.inc()]);
+        |g: &Global<T>| ctx.par_loop(&dots, set, &[r.read(), u.read(), w.read(), g.inc()]);
     consts(true)?;
     let mut dots = Rc::new(zeros()?);
     products(&dots)?;

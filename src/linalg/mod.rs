@@ -11,6 +11,7 @@
 mod amg;
 mod bicgstab;
 mod cg;
+mod cg_pipelined;
 mod cg_single;
 mod chebyshev;
 mod dirichlet;

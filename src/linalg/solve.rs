@@ -62,6 +62,18 @@ pub struct SolveOptions {
     /// recurrence's: the same iterations in f64 on the systems tested, within 2 in f32 (and
     /// 4% fewer at 10^5 unknowns with rtol 1e-8, which f32 cannot reach).
     pub single_reduction: bool,
+    /// CG only: pipelined CG (Ghysels and Vanroose's recurrences, as PETSc's `KSPPIPECG`),
+    /// for N ranks: an iteration's one reduction, like `single_reduction`'s, is taken before
+    /// the preconditioner and the operator are applied, and neither needs it, so on N ranks
+    /// the reduction over the ranks is in flight while they run (with the operator's halo
+    /// exchange) and the next vector update is the first computation that waits for it
+    /// ([`crate::Stats::reductions_hidden`] counts those). It carries four more vectors
+    /// (three without a preconditioner) and updates them in one pass; on one process it costs
+    /// more than `single_reduction`. Its rounding differs from the standard recurrence's, and
+    /// the residual it updates drifts further from the true one (the report's
+    /// `true_residual` says by how much). f64 only: in f32 those recurrences lose the
+    /// residual. Not with `single_reduction`.
+    pub pipelined: bool,
     /// CG only: read each check's residual while the next `check_every` iterations are
     /// recorded and run, and judge it at the check after (the host records and encodes while
     /// the device computes, instead of each waiting for the other). The iterations after
@@ -85,6 +97,7 @@ impl Default for SolveOptions {
             allow_unconverged: false,
             restart: 30,
             single_reduction: false,
+            pipelined: false,
             overlap_checks: None,
         }
     }

@@ -250,6 +250,10 @@ pub struct Stats {
     pub halo_bytes: u64,
     /// Global reductions combined across ranks.
     pub global_reductions: u64,
+    /// Lazy mode: of those, the reductions in flight over the ranks while work that does not
+    /// need them was submitted to the device (begun as soon as the rank's value was computed,
+    /// ended when a loop or the host needed the result).
+    pub reductions_hidden: u64,
     /// Wall time spent in halo exchanges (pack, readback, messages, halo write), ns.
     pub halo_ns: u64,
 }

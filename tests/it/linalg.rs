@@ -1,8 +1,8 @@
 //! Sparse matrices and CG (issue 26) against plain Rust: the pattern of a small mesh by hand;
 //! assembly (racing increments of element matrices) under every strategy, lazy and eager, on a
 //! shuffled mesh with many blocks and colours, entry by entry against a plain-Rust CSR
-//! assembly; y = A x, zero_rows and the diagonal; MatrixMarket output read back; CG against a
-//! plain-Rust CG in f64; and the errors: a pair the sparsity lacks, a row without a diagonal,
+//! assembly; y = A x, zero_rows and the diagonal; MatrixMarket output read back (CG against
+//! plain Rust: linalg_cg.rs); and the errors: a pair the sparsity lacks, a row without a diagonal,
 //! wrong vectors, an indefinite matrix, the iteration limit.
 
 use crate::common;
@@ -206,160 +206,6 @@ fn product_rows_diagonal_and_matrix_market() {
     }
 }
 
-/// The P1 Laplacian of the unit square with Dirichlet rows, in plain Rust (f64) and by a
-/// par_loop, and CG on both.
-#[test]
-fn cg_equals_a_plain_rust_cg() {
-    let ctx = ctx();
-    let n = 16;
-    let m = unit_square(n);
-    let vertices = Set::new("vertices", m.nvertices());
-    let cells = Set::new("cells", m.ncells());
-    let cv = Map::new("cv", &cells, &vertices, 3, &m.cells).unwrap();
-    let s = Rc::new(Sparsity::new(&ctx, "lap", &vertices, &vertices, &[(&cv, &cv)]).unwrap());
-    let a = Mat::<f32>::new(&ctx, "A", &s).unwrap();
-    let x2: Vec<f32> = m.coords_f32();
-    let x = ctx.dat("x", &vertices, 2, &x2).unwrap();
-    let k = Kernel::new(
-        "lap",
-        "fn lap(x: ptr<function, array<f32, 6>>, a: ptr<function, array<f32, 9>>) {
-            let det = ((*x)[2] - (*x)[0]) * ((*x)[5] - (*x)[1]) - ((*x)[4] - (*x)[0]) * ((*x)[3] - (*x)[1]);
-            var gx: array<f32, 3>; var gy: array<f32, 3>;
-            for (var i = 0u; i < 3u; i++) {
-                let j = (i + 1u) % 3u; let k = (i + 2u) % 3u;
-                gx[i] = ((*x)[2u * j + 1u] - (*x)[2u * k + 1u]) / det;
-                gy[i] = ((*x)[2u * k] - (*x)[2u * j]) / det;
-            }
-            for (var i = 0u; i < 9u; i++) {
-                (*a)[i] += abs(det) / 2.0 * (gx[i / 3u] * gx[i % 3u] + gy[i / 3u] * gy[i % 3u]);
-            }
-        }",
-    );
-    ctx.par_loop(&k, &cells, &[x.all(&cv).read(), a.inc(&cv, &cv).unwrap()])
-        .unwrap();
-    let boundary: Vec<u32> = (0..m.nvertices() as u32)
-        .filter(|&v| {
-            let c = m.coords[v as usize];
-            c[0] == 0.0 || c[0] == 1.0 || c[1] == 0.0 || c[1] == 1.0
-        })
-        .collect();
-    a.zero_rows(&ctx, &boundary, 1.0).unwrap();
-    // b = 1 inside, 0 on the boundary.
-    let bv: Vec<f32> = (0..m.nvertices() as u32)
-        .map(|v| if boundary.contains(&v) { 0.0 } else { 1.0 })
-        .collect();
-    let b = ctx.dat("b", &vertices, 1, &bv).unwrap();
-    // Plain Rust: the same matrix in f64 from the mesh, the same CG, to 1e-12.
-    let nv = m.nvertices();
-    let mut rows: Vec<BTreeMap<usize, f64>> = vec![BTreeMap::new(); nv];
-    for c in m.cells.chunks_exact(3) {
-        let p = [0, 1, 2].map(|i| m.coords[c[i] as usize]);
-        let det =
-            (p[1][0] - p[0][0]) * (p[2][1] - p[0][1]) - (p[2][0] - p[0][0]) * (p[1][1] - p[0][1]);
-        let g: Vec<[f64; 2]> = (0..3)
-            .map(|i| {
-                let (j, k) = ((i + 1) % 3, (i + 2) % 3);
-                [(p[j][1] - p[k][1]) / det, (p[k][0] - p[j][0]) / det]
-            })
-            .collect();
-        for i in 0..3 {
-            for j in 0..3 {
-                *rows[c[i] as usize].entry(c[j] as usize).or_insert(0.0) +=
-                    det.abs() / 2.0 * (g[i][0] * g[j][0] + g[i][1] * g[j][1]);
-            }
-        }
-    }
-    for &v in &boundary {
-        rows[v as usize] = BTreeMap::from([(v as usize, 1.0)]);
-    }
-    let mul = |x: &[f64]| -> Vec<f64> {
-        rows.iter()
-            .map(|r| r.iter().map(|(&c, v)| v * x[c]).sum())
-            .collect()
-    };
-    let dot = |a: &[f64], b: &[f64]| -> f64 { a.iter().zip(b).map(|(x, y)| x * y).sum() };
-    let b64: Vec<f64> = bv.iter().map(|&v| v as f64).collect();
-    let (mut xr, mut r, mut p) = (vec![0.0; nv], b64.clone(), b64.clone());
-    let mut rr = dot(&r, &r);
-    let mut iterations = 0;
-    while rr.sqrt() > 1e-12 * dot(&b64, &b64).sqrt() {
-        let q = mul(&p);
-        let alpha = rr / dot(&p, &q);
-        for i in 0..nv {
-            xr[i] += alpha * p[i];
-            r[i] -= alpha * q[i];
-        }
-        let next = dot(&r, &r);
-        for i in 0..nv {
-            p[i] = r[i] + next / rr * p[i];
-        }
-        rr = next;
-        iterations += 1;
-    }
-    let diagonal = a.diagonal(&ctx).unwrap();
-    // The standard recurrences, then one reduction per iteration, without and with Jacobi;
-    // each with its checks waited for, then overlapping the iterations after them.
-    for (single, jacobi) in [(false, false), (true, false), (true, true)] {
-        let mut waited = None;
-        for overlap in [false, true] {
-            let what = format!("single_reduction {single}, Jacobi {jacobi}, overlap {overlap}");
-            let u = ctx.dat_zeros::<f32>("u", &vertices, 1).unwrap();
-            let opts = SolveOptions {
-                rtol: 1e-6,
-                max_iterations: 500,
-                check_every: 5,
-                single_reduction: single,
-                overlap_checks: Some(overlap),
-                ..SolveOptions::default()
-            };
-            let pc = jacobi.then_some(&diagonal as &dyn parloop::linalg::Preconditioner<f32>);
-            let before = ctx.stats();
-            let report = cg(&ctx, &a, &b, &u, pc, &opts).unwrap();
-            let dispatches = (ctx.stats().dispatches - before.dispatches) as f64;
-            let got = u.data_ro().unwrap().to_vec();
-            let scale = xr.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-            let diff = got
-                .iter()
-                .zip(&xr)
-                .map(|(g, w)| (*g as f64 - w).abs())
-                .fold(0.0, f64::max);
-            assert!(
-                diff < 1e-4 * scale,
-                "{what}: CG differs from plain Rust by {diff} (scale {scale})"
-            );
-            let last = report.residuals.last().unwrap();
-            assert!(
-                last.1 <= 1e-6 && last.0 == report.iterations,
-                "{what}: {report:?}"
-            );
-            // f32 needs about the iterations f64 needs to reach 1e-6 (f64 went on to 1e-12).
-            assert!(
-                report.iterations <= iterations,
-                "{what}: {} vs {iterations}",
-                report.iterations
-            );
-            assert!(report.iterations >= 10, "{what}: {report:?}");
-            // Per iteration: the updates with z = r / diag(A), y = A x with the dot products,
-            // one finalize; the start, the residual checks and the true residual on top (and,
-            // overlapping, up to 2 check_every - 1 iterations after convergence).
-            let run = report.iterations + if overlap { 2 * opts.check_every } else { 0 };
-            let per = dispatches / run as f64;
-            if single && jacobi {
-                assert!(per <= 3.6, "{what}: {per} dispatches per iteration");
-            }
-            // The iterations after convergence change nothing: the same x, bit for bit, and
-            // the same report.
-            match &waited {
-                None => waited = Some((report, got)),
-                Some((r, x)) => {
-                    assert_eq!(r, &report, "{what}");
-                    assert!(x == &got, "{what}: x differs from the waited-for solve's");
-                }
-            }
-        }
-    }
-}
-
 /// A 2 x 2 diagonal matrix with the given diagonal, on its own set.
 fn diagonal_matrix(ctx: &Context, d: &[f32]) -> (Mat<f32>, Set) {
     let s = Set::new("s", d.len());
@@ -445,6 +291,38 @@ fn errors_name_what_is_wrong() {
     let e = e.to_string();
     assert!(
         e.contains("cg broke down between iterations 0 and 1"),
+        "{e}"
+    );
+    // The same breakdown with one reduction per iteration: (w, u) = 0.
+    let x = ctx.dat_zeros::<f32>("x", &s, 1).unwrap();
+    let single = SolveOptions {
+        single_reduction: true,
+        ..opts.clone()
+    };
+    let e = cg(&ctx, &d, &b, &x, None, &single)
+        .err()
+        .expect("breakdown");
+    assert!(
+        matches!(
+            e,
+            Error::Solver {
+                failure: SolverFailure::BrokeDown,
+                iterations: 1,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    // Two recurrences at once.
+    let both = SolveOptions {
+        single_reduction: true,
+        pipelined: true,
+        ..opts.clone()
+    };
+    let e = cg(&ctx, &d, &b, &x, None, &both).err().expect("refused");
+    assert!(
+        e.to_string()
+            .contains("both single_reduction and pipelined"),
         "{e}"
     );
     // The iteration limit.

@@ -44,6 +44,7 @@ mod layout;
 mod lazy;
 mod linalg;
 mod linalg_block;
+mod linalg_cg;
 mod par_loop;
 mod partition;
 mod poisson;

@@ -34,6 +34,8 @@ pub(super) enum Pc {
     Jacobi,
     /// Jacobi, CG with one reduction per iteration (`SolveOptions::single_reduction`).
     JacobiSingle,
+    /// Jacobi, pipelined CG (`SolveOptions::pipelined`).
+    JacobiPipelined,
     Chebyshev,
     Amg,
 }
@@ -150,10 +152,13 @@ fn solve<T: Real>(
             eprintln!("rank {}: AMG levels {:?}", ctx.rank(), m.report().levels);
             cg(ctx, &a, &b, &u, Some(&m), &options()).unwrap()
         }
-        Pc::Jacobi | Pc::JacobiSingle => {
+        Pc::Jacobi | Pc::JacobiSingle | Pc::JacobiPipelined => {
             let diagonal = a.diagonal(ctx).unwrap();
             let opts = SolveOptions {
                 single_reduction: matches!(pc, Pc::JacobiSingle),
+                pipelined: matches!(pc, Pc::JacobiPipelined),
+                // Pipelined: a reduction the host reads at once (a check) hides nothing.
+                check_every: if pc == Pc::JacobiPipelined { 10 } else { 1 },
                 ..options()
             };
             cg(ctx, &a, &b, &u, Some(&diagonal), &opts).unwrap()
@@ -234,6 +239,7 @@ fn worker<T: Real>(ctx: &Context, out: std::path::PathBuf) {
         Ok("chebyshev") => Pc::Chebyshev,
         Ok("amg") => Pc::Amg,
         Ok("jacobi-single") => Pc::JacobiSingle,
+        Ok("jacobi-pipelined") => Pc::JacobiPipelined,
         _ => Pc::Jacobi,
     };
     let global = |r: usize| ids[r] as usize;
@@ -241,14 +247,27 @@ fn worker<T: Real>(ctx: &Context, out: std::path::PathBuf) {
     // y = A x exchanged x's halo every iteration (more exchanges: the set-up's).
     let s = ctx.stats();
     eprintln!(
-        "rank {} of {}: {} iterations, {} halo exchanges, {} global reductions",
+        "rank {} of {}: {} iterations, {} halo exchanges, {} global reductions ({} hidden)",
         ctx.rank(),
         ctx.ranks(),
         report.iterations,
         s.halo_exchanges,
-        s.global_reductions
+        s.global_reductions,
+        s.reductions_hidden
     );
-    if matches!(pc, Pc::JacobiSingle) {
+    if matches!(pc, Pc::JacobiPipelined) {
+        // Each iteration's reduction travels while M w and A m run, but the checks' (every
+        // 10 iterations here), which the host reads at once.
+        assert!(
+            s.reductions_hidden as usize >= 9 * (report.iterations / 10),
+            "rank {}: {} of {} reductions hidden in {} iterations",
+            ctx.rank(),
+            s.reductions_hidden,
+            s.global_reductions,
+            report.iterations
+        );
+    }
+    if matches!(pc, Pc::JacobiSingle | Pc::JacobiPipelined) {
         // One synchronisation of the ranks per iteration (and a few to start and end).
         assert!(
             s.global_reductions as usize <= report.iterations + 5,
@@ -327,11 +346,22 @@ fn poisson_cg_on_2_3_and_4_ranks_equals_one_process() {
         single[0],
         square[0]
     );
+    // Pipelined (f64 only): on one process the standard recurrence's iterations, within 2.
+    let pipelined = f64.then(|| reference("square", false, Pc::JacobiPipelined));
+    if let Some(pipelined) = &pipelined {
+        assert!(
+            (pipelined[0] - square[0]).abs() <= 2.0,
+            "pipelined: {} iterations, the standard recurrence {}",
+            pipelined[0],
+            square[0]
+        );
+    }
     for (np, partitioner, lazy, mesh) in [
         (2, "block", "1", "square"),
         (2, "block", "0", "square"),
         (3, "kway", "1", "square"),
         (3, "kway", "1", "single"),
+        (3, "kway", "1", "pipelined"),
         (4, "scattered", "1", "square"),
         (3, "kway", "1", "channel"),
         (2, "block", "1", "guess"),
@@ -340,7 +370,11 @@ fn poisson_cg_on_2_3_and_4_ranks_equals_one_process() {
         (4, "scattered", "1", "chebyshev"),
     ] {
         let (guess, cheb, one) = (mesh == "guess", mesh == "chebyshev", mesh == "single");
-        let mesh = if guess || cheb || one { "square" } else { mesh };
+        let pipe = mesh == "pipelined";
+        if pipe && !f64 {
+            continue;
+        }
+        let mesh = if mesh == "channel" { mesh } else { "square" };
         let mut env = vec![
             ("MPI_TEST_PARTITIONER", partitioner),
             ("PARLOOP_LAZY", lazy),
@@ -355,11 +389,15 @@ fn poisson_cg_on_2_3_and_4_ranks_equals_one_process() {
         if one {
             env.push(("MPI_TEST_PC", "jacobi-single"));
         }
+        if pipe {
+            env.push(("MPI_TEST_PC", "jacobi-pipelined"));
+        }
         let got = mpirun_f64(np, &worker!("poisson_worker"), &env);
         let want = match (mesh, guess) {
             (_, true) => &guessed,
             _ if cheb => &chebyshev,
             _ if one => &single,
+            _ if pipe => pipelined.as_ref().expect("an adapter with f64"),
             ("channel", _) => &channel,
             _ => &square,
         };
@@ -369,7 +407,7 @@ fn poisson_cg_on_2_3_and_4_ranks_equals_one_process() {
             f64,
             &format!(
                 "{mesh}, {np} ranks, {partitioner}, lazy={lazy}, guess={guess}, \
-                 chebyshev={cheb}, single reduction={one}"
+                 chebyshev={cheb}, single reduction={one}, pipelined={pipe}"
             ),
         );
     }

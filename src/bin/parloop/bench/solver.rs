@@ -46,7 +46,8 @@ pub fn solver(r: &mut String, n: usize, types: &[String], copy: f64) -> Res<()> 
     let _ = writeln!(
         r,
         "\nThe same Jacobi-CG by the standard recurrences (two reductions per iteration), \
-         with one reduction per iteration (`SolveOptions::single_reduction`), and with each \
+         with one reduction per iteration (`SolveOptions::single_reduction`), pipelined (one \
+         reduction, `SolveOptions::pipelined`, f64 only), and with each \
          check waited for before the next iterations are recorded (`overlap_checks` off), \
          interleaved, {} solves each: ms per iteration as the median (range in brackets); \
          per iteration the dispatches, submissions, readbacks and uploads (iterations after \
@@ -177,12 +178,42 @@ fn row<T: Real>(r: &mut String, n: usize, copy: f64, recs: &mut String) -> Res<(
     recurrences(&ctx, &a, &b, &u, &diagonal, &opts, recs)
 }
 
-/// The rows of the comparison: label, `single_reduction`, `overlap_checks` (set either way,
-/// whatever the adapter's default).
-const VARIANTS: [(&str, bool, bool); 3] = [
-    ("standard", false, true),
-    ("single reduction", true, true),
-    ("standard, each check waited for", false, false),
+/// A row of the comparison.
+#[derive(Clone, Copy)]
+struct Variant {
+    label: &'static str,
+    single_reduction: bool,
+    pipelined: bool,
+    /// `overlap_checks`, set either way whatever the adapter's default.
+    overlap: bool,
+}
+
+/// The rows of the comparison (pipelined in f64 only).
+const VARIANTS: [Variant; 4] = [
+    Variant {
+        label: "standard",
+        single_reduction: false,
+        pipelined: false,
+        overlap: true,
+    },
+    Variant {
+        label: "single reduction",
+        single_reduction: true,
+        pipelined: false,
+        overlap: true,
+    },
+    Variant {
+        label: "pipelined",
+        single_reduction: false,
+        pipelined: true,
+        overlap: true,
+    },
+    Variant {
+        label: "standard, each check waited for",
+        single_reduction: false,
+        pipelined: false,
+        overlap: false,
+    },
 ];
 
 /// The row's system solved again by each of [`VARIANTS`], interleaved, [`repeats`] times each
@@ -197,15 +228,20 @@ fn recurrences<T: Real>(
     recs: &mut String,
 ) -> Res<()> {
     let err = |e: parloop::Error| e.to_string();
-    let mut ms = vec![Vec::new(); VARIANTS.len()];
-    let mut rows = vec![String::new(); VARIANTS.len()];
-    let options = |(_, single, overlap): (&str, bool, bool)| SolveOptions {
-        single_reduction: single,
-        overlap_checks: Some(overlap),
+    let variants: Vec<Variant> = VARIANTS
+        .into_iter()
+        .filter(|v| !v.pipelined || T::DTYPE == parloop::DType::F64)
+        .collect();
+    let mut ms = vec![Vec::new(); variants.len()];
+    let mut rows = vec![String::new(); variants.len()];
+    let options = |v: Variant| SolveOptions {
+        single_reduction: v.single_reduction,
+        pipelined: v.pipelined,
+        overlap_checks: Some(v.overlap),
         ..opts.clone()
     };
     // Each recurrence once untimed: its pipelines compiled before the samples.
-    for v in VARIANTS {
+    for &v in &variants {
         let opts = SolveOptions {
             max_iterations: 1,
             allow_unconverged: true,
@@ -215,7 +251,7 @@ fn recurrences<T: Real>(
         cg(ctx, a, b, u, Some(diagonal), &opts).map_err(err)?;
     }
     for _ in 0..repeats(b.set().size()) {
-        for (k, v) in VARIANTS.into_iter().enumerate() {
+        for (k, &v) in variants.iter().enumerate() {
             ctx.zero(u).map_err(err)?;
             ctx.flush().map_err(err)?;
             let before = ctx.stats();
@@ -243,11 +279,12 @@ fn recurrences<T: Real>(
             );
         }
     }
-    for (k, (label, ..)) in VARIANTS.into_iter().enumerate() {
+    for (k, v) in variants.iter().enumerate() {
         let _ = writeln!(
             recs,
-            "| {} {label} | {} | {}",
+            "| {} {} | {} | {}",
             T::DTYPE,
+            v.label,
             if ms[k].is_empty() {
                 "-".to_string()
             } else {

@@ -1,0 +1,176 @@
+//! Pipelined conjugate gradients (Ghysels and Vanroose, 2014; PETSc's `KSPPIPECG`), chosen by
+//! [`SolveOptions::pipelined`]: an iteration's one reduction, (r, u), (w, u) and (r, r) with
+//! u = M r and w = A u, is taken before the preconditioner and the operator are applied to w,
+//! and nothing those two compute needs it. On N ranks the reduction over the ranks is then in
+//! flight while m = M w and n = A m run (with n's halo exchange), and the next vector update
+//! is the first computation that waits for it.
+//!
+//! The recurrences, with gamma = (r, u) and delta = (w, u): beta = gamma / gamma_old,
+//! alpha = gamma / (delta - beta gamma / alpha_old); z = n + beta z, q = m + beta q,
+//! s = w + beta s, p = u + beta p, then x += alpha p, r -= alpha s, u -= alpha q,
+//! w -= alpha z. The auxiliary vectors z, q, s, p and each element's copies of the previous
+//! alpha and gamma are one Dat, so that the update binds 8 storage buffers (WebGPU's default
+//! limit): the reduction's Global, m, n, that Dat, x, r, u and w. Without a preconditioner
+//! u is r, m is w and q is s.
+
+use super::cg_single::dots_kernel;
+use super::precond::Preconditioner;
+use super::solve::{Frame, Operator, SolveOptions, SolveReport};
+use crate::{Context, Dat, Kernel, Real, Result};
+use std::rc::Rc;
+
+/// The update kernels of one type and dim, one WGSL source. `dots` is [(r, u), (w, u), (r, r)]
+/// of the current iteration, `aux` the element's [z, q, s, p, alpha_old, gamma_old] (the
+/// second without q: [z, s, p, alpha_old, gamma_old]). At or below the squared norm
+/// `parloop_cgp_tau_<type>` (or with (r, u) = 0) the step is 0 and x, r, u and w stay as they
+/// are; `parloop_cgp_first_<type>` is 1 in the first iteration (beta 0).
+fn kernels(t: crate::DType, d: usize) -> String {
+    format!(
+        "
+fn pl_cgp_steps_{t}_{d}(dots: ptr<function, array<{t}, 3>>, alpha_old: {t}, gamma_old: {t}) -> array<{t}, 2> {{
+    let gamma = (*dots)[0];
+    let stop = gamma == {t}() || (*dots)[2] <= parloop_cgp_tau_{t};
+    let first = parloop_cgp_first_{t} != {t}();
+    let beta = select(gamma / gamma_old, {t}(), first || stop);
+    let correction = select(beta * gamma / alpha_old, {t}(), first || stop);
+    return array<{t}, 2>(select(gamma / ((*dots)[1] - correction), {t}(), stop), beta);
+}}
+fn pl_cgp_update_{t}_{d}(dots: ptr<function, array<{t}, 3>>, m: ptr<function, array<{t}, {d}>>,
+                     n: ptr<function, array<{t}, {d}>>, aux: ptr<function, array<{t}, {e4}>>,
+                     x: ptr<function, array<{t}, {d}>>, r: ptr<function, array<{t}, {d}>>,
+                     u: ptr<function, array<{t}, {d}>>, w: ptr<function, array<{t}, {d}>>) {{
+    let ab = pl_cgp_steps_{t}_{d}(dots, (*aux)[{a4}], (*aux)[{a4} + 1u]);
+    let a = ab[0];
+    let beta = ab[1];
+    (*aux)[{a4}] = a;
+    (*aux)[{a4} + 1u] = (*dots)[0];
+    for (var i = 0u; i < {d}u; i++) {{
+        (*aux)[i] = (*n)[i] + beta * (*aux)[i];
+        (*aux)[{d}u + i] = (*m)[i] + beta * (*aux)[{d}u + i];
+        (*aux)[{d2}u + i] = (*w)[i] + beta * (*aux)[{d2}u + i];
+        (*aux)[{d3}u + i] = (*u)[i] + beta * (*aux)[{d3}u + i];
+        (*x)[i] += a * (*aux)[{d3}u + i];
+        (*r)[i] -= a * (*aux)[{d2}u + i];
+        (*u)[i] -= a * (*aux)[{d}u + i];
+        (*w)[i] -= a * (*aux)[i];
+    }}
+}}
+fn pl_cgp_update_self_{t}_{d}(dots: ptr<function, array<{t}, 3>>, n: ptr<function, array<{t}, {d}>>,
+                          aux: ptr<function, array<{t}, {e3}>>, x: ptr<function, array<{t}, {d}>>,
+                          r: ptr<function, array<{t}, {d}>>, w: ptr<function, array<{t}, {d}>>) {{
+    let ab = pl_cgp_steps_{t}_{d}(dots, (*aux)[{a3}], (*aux)[{a3} + 1u]);
+    let a = ab[0];
+    let beta = ab[1];
+    (*aux)[{a3}] = a;
+    (*aux)[{a3} + 1u] = (*dots)[0];
+    for (var i = 0u; i < {d}u; i++) {{
+        (*aux)[i] = (*n)[i] + beta * (*aux)[i];
+        (*aux)[{d}u + i] = (*w)[i] + beta * (*aux)[{d}u + i];
+        (*aux)[{d2}u + i] = (*r)[i] + beta * (*aux)[{d2}u + i];
+        (*x)[i] += a * (*aux)[{d2}u + i];
+        (*r)[i] -= a * (*aux)[{d}u + i];
+        (*w)[i] -= a * (*aux)[i];
+    }}
+}}
+",
+        e4 = 4 * d + 2,
+        a4 = 4 * d,
+        e3 = 3 * d + 2,
+        a3 = 3 * d,
+        d2 = 2 * d,
+        d3 = 3 * d,
+    )
+}
+
+/// [`super::cg`] under `pipelined`.
+pub(super) async fn cg_pipelined<T: Real>(
+    ctx: &Context,
+    a: &dyn Operator<T>,
+    b: &Dat<T>,
+    x: &Dat<T>,
+    pc: Option<&dyn Preconditioner<T>>,
+    opts: &SolveOptions,
+) -> Result<SolveReport> {
+    if T::DTYPE == crate::DType::F32 {
+        return Err(crate::Error::Usage(format!(
+            "cg: pipelined runs in f64 only: in f32 its recurrences, which carry A u and A q as \
+             vectors, lose the residual (on the Laplacian of a 65 x 65 grid the updated \
+             residual stalled near 2e-3 and the true one grew to 1.3, where the standard \
+             recurrence met rtol 1e-6 in 100 iterations); solve `{}` in f64, or use \
+             single_reduction (one reduction per iteration, not hidden)",
+            b.name()
+        )));
+    }
+    let mut f = match Frame::new(ctx, "cg", b, x, pc, opts).await? {
+        Ok(f) => f,
+        Err(done) => return Ok(done),
+    };
+    f.overlap_checks();
+    let (t, set, d) = (T::DTYPE, b.set(), b.dim());
+    let src = kernels(t, d);
+    let k = |n: &str| Kernel::new(format!("pl_cgp_{n}_{t}_{d}"), src.clone());
+    let dots = dots_kernel(t, d);
+    let tmp = |n: &str| ctx.dat_zeros::<T>(&format!("cg {n}"), set, d);
+    let (r, w, n) = (tmp("r")?, tmp("w")?, tmp("n = A m")?);
+    // Without a preconditioner u is r and m is w.
+    let (u_own, m_own) = match pc {
+        Some(_) => (Some(tmp("u")?), Some(tmp("m = M w")?)),
+        None => (None, None),
+    };
+    let (u, m) = (u_own.as_ref().unwrap_or(&r), m_own.as_ref().unwrap_or(&w));
+    let aux = match pc {
+        Some(_) => ctx.dat_zeros::<T>("cg [z, q, s, p, alpha, gamma]", set, 4 * d + 2)?,
+        None => ctx.dat_zeros::<T>("cg [z, s, p, alpha, gamma]", set, 3 * d + 2)?,
+    };
+    let precondition = |from: &Dat<T>, to: &Dat<T>| pc.map_or(Ok(()), |p| p.apply(ctx, from, to));
+    // Zeros: cleared on the device, not written by the host.
+    let products = || -> Result<Rc<crate::Global<T>>> {
+        let g = ctx.global::<T>("cg [r.u, w.u, r.r]", &[T::default(); 3])?;
+        ctx.par_loop(&dots, set, &[r.read(), u.read(), w.read(), g.inc()])?;
+        Ok(Rc::new(g))
+    };
+    // Set again before each loop that reads them: a solve inside the operator or the
+    // preconditioner sets its own.
+    let tau = f.tau();
+    let consts = |first: bool| -> Result<()> {
+        ctx.constant(&format!("parloop_cgp_tau_{t}"), tau)?;
+        let one = T::from_f64(if first { 1.0 } else { 0.0 });
+        ctx.constant(&format!("parloop_cgp_first_{t}"), one)
+    };
+    f.residual(a, &r, &w)?;
+    precondition(&r, u)?;
+    a.apply(ctx, u, &w)?;
+    let mut current = products()?;
+    if f.start(&current, 2).await? {
+        return Ok(f.report);
+    }
+    let breakdown = "(w, u) - beta (r, u) / alpha or (r, u) was 0 or not finite: is A symmetric \
+                     positive definite, with no zero on its diagonal?";
+    for it in 1..=opts.max_iterations {
+        // Neither reads the reduction in flight.
+        precondition(&w, m)?;
+        a.apply(ctx, m, &n)?;
+        consts(it == 1)?;
+        if pc.is_some() {
+            let args = [
+                current.read(),
+                m.read(),
+                n.read(),
+                aux.rw(),
+                x.rw(),
+                r.rw(),
+                u.rw(),
+                w.rw(),
+            ];
+            ctx.par_loop(&k("update"), set, &args)?;
+        } else {
+            let args = [current.read(), n.read(), aux.rw(), x.rw(), r.rw(), w.rw()];
+            ctx.par_loop(&k("update_self"), set, &args)?;
+        }
+        current = products()?;
+        if f.after(it, current.clone(), 2, breakdown).await? {
+            return f.finish(a, &r, &n).await;
+        }
+    }
+    f.limit(a, &r, &n).await
+}
