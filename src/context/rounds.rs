@@ -2,18 +2,21 @@
 //! rounds, each of
 //!
 //! 1. every loop whose dependencies have run, except those that wait for a HaloRecv or a
-//!    reduction's end, splits into the HaloSends' packing loops with what they need (one
-//!    submission, the packed values read back) and the rest, the core work (a second
-//!    submission, not waited for);
-//! 2. while the device runs the core work, the packed values go to the neighbours and theirs
+//!    reduction's end, splits into the HaloSends' packing loops and the loops computing the
+//!    rank's values of the reductions that can begin, with what they need (one submission,
+//!    the packed values and the rank's values read back), and the rest, the core work;
+//! 2. those reductions begin (a non-blocking allreduce each), then the core work is submitted,
+//!    not waited for;
+//! 3. while the device runs the core work, the packed values go to the neighbours and theirs
 //!    arrive (non-blocking sends and receives, then a wait for all);
-//! 3. the HaloRecvs that can run write the received values into the halos.
+//! 4. the HaloRecvs that can run write the received values into the halos.
 //!
 //! A round that finds no loop to run runs what waits on the host instead: HaloRecvs whose
-//! messages came in an earlier force, reduction begins (the rank's value is read back and a
-//! non-blocking allreduce starts) and ends (it is waited for and the result added to the
-//! Global), so a reduction ends only when a loop or the host needs it. Fusion applies inside each submission; no fused group straddles an
-//! exchange. Every rank runs the same rounds, so the messages match.
+//! messages came in an earlier force, reduction begins not yet run, and ends (the allreduce is
+//! waited for and the result added to the Global), so a reduction is in flight from the round
+//! that computes its rank's value until a loop or the host needs it. Fusion applies inside each
+//! submission; no fused group straddles an exchange. Every rank runs the same rounds, so the
+//! messages and the collectives match.
 //!
 //! An error on this rank (a device error, a failed readback) does not stop the schedule: the
 //! rank runs no more device work but still sends (zeros) and receives every message and joins
@@ -163,8 +166,8 @@ impl Context {
                 (e1, r1) = self
                     .run_groups(&device_loops(&pack), &packed, later_pack, false)
                     .await;
+                self.ran(&pack, &r1);
                 note(r1, &mut failed);
-                self.ran(&pack);
             }
             // Every rank begins the same reductions in the same order, after an error too.
             let mut begun = Explain::default();
@@ -180,25 +183,29 @@ impl Context {
                 (e2, r2) = self
                     .run_groups(&device_loops(&core), &[], later_core, false)
                     .await;
+                self.ran(&core, &r2);
                 note(r2, &mut failed);
-                self.ran(&core);
             }
             let names =
                 |v: &[Rc<Computation>]| v.iter().map(|l| l.label()).collect::<Vec<_>>().join(", ");
-            let travel = match (sends.is_empty(), begins.is_empty()) {
-                (true, true) => None,
+            // (The reductions begun are listed as host lines after the first submission's.)
+            let travel = match (sends.is_empty(), begins.is_empty() || core.is_empty()) {
                 (false, _) => Some("messages"),
                 (true, false) => Some("reductions"),
+                (true, true) => None,
             };
             text.line(&match travel {
-                None => format!("round {round}: [{}], no exchange", names(&core)),
+                None => {
+                    let all: Vec<Rc<Computation>> = pack.iter().chain(&core).cloned().collect();
+                    format!("round {round}: [{}], no exchange", names(&all))
+                }
                 Some(what) => format!(
                     "round {round}: first [{}]; then, while the {what} travel, [{}]",
                     names(&pack),
                     names(&core)
                 ),
             });
-            for e in [begun, e1, e2].iter().filter(|e| !e.is_empty()) {
+            for e in [e1, begun, e2].iter().filter(|e| !e.is_empty()) {
                 text.nest(e);
             }
             let core_done =
@@ -238,9 +245,10 @@ impl Context {
         }
     }
 
-    /// Counts a submission of `loops` (none when empty) for [`crate::Stats::reductions_hidden`].
-    fn ran(&self, loops: &[Rc<Computation>]) {
-        if loops.iter().any(|c| c.device_loop().is_some()) {
+    /// Counts a submission of `loops` that went through (none when empty) for
+    /// [`crate::Stats::reductions_hidden`].
+    fn ran(&self, loops: &[Rc<Computation>], result: &Result<()>) {
+        if result.is_ok() && loops.iter().any(|c| c.device_loop().is_some()) {
             let runs = &self.0.dist().device_runs;
             runs.set(runs.get() + 1);
         }

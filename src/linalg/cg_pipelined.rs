@@ -10,7 +10,8 @@
 //! s = w + beta s, p = u + beta p, then x += alpha p, r -= alpha s, u -= alpha q,
 //! w -= alpha z. The auxiliary vectors z, q, s, p and each element's copies of the previous
 //! alpha and gamma are one Dat, so that the update binds 8 storage buffers (WebGPU's default
-//! limit): the reduction's Global, m, n, that Dat, x, r, u and w. Without a preconditioner
+//! limit; checking mode adds its records): the reduction's Global, m, n, that Dat, x, r, u
+//! and w. Without a preconditioner
 //! u is r, m is w and q is s.
 
 use super::cg_single::dots_kernel;

@@ -268,9 +268,11 @@ fn worker<T: Real>(ctx: &Context, out: std::path::PathBuf) {
         );
     }
     if matches!(pc, Pc::JacobiSingle | Pc::JacobiPipelined) {
-        // One synchronisation of the ranks per iteration (and a few to start and end).
+        // One synchronisation of the ranks per iteration run, to the check that saw
+        // convergence (and a few to start and end).
+        let every = if pc == Pc::JacobiPipelined { 10 } else { 1 };
         assert!(
-            s.global_reductions as usize <= report.iterations + 5,
+            s.global_reductions as usize <= report.iterations.div_ceil(every) * every + 5,
             "rank {}: {} global reductions for {} iterations",
             ctx.rank(),
             s.global_reductions,
