@@ -1,9 +1,10 @@
 //! Pipelined conjugate gradients (Ghysels and Vanroose, 2014; PETSc's `KSPPIPECG`), chosen by
 //! [`SolveOptions::pipelined`]: an iteration's one reduction, (r, u), (w, u) and (r, r) with
 //! u = M r and w = A u, is taken before the preconditioner and the operator are applied to w,
-//! and nothing those two compute needs it. On N ranks the reduction over the ranks is then in
-//! flight while m = M w and n = A m run (with n's halo exchange), and the next vector update
-//! is the first computation that waits for it.
+//! and nothing those two compute needs it. On N ranks the reduction over the ranks begins
+//! with m's halo packed (after m = M w, which the pack needs) and is in flight while n = A m
+//! runs and m's messages travel; the next vector update is the first computation that waits
+//! for it.
 //!
 //! The recurrences, with gamma = (r, u) and delta = (w, u): beta = gamma / gamma_old,
 //! alpha = gamma / (delta - beta gamma / alpha_old); z = n + beta z, q = m + beta q,
@@ -97,8 +98,8 @@ pub(super) async fn cg_pipelined<T: Real>(
             "cg: pipelined runs in f64 only: in f32 its recurrences, which carry A u and A q as \
              vectors, lose the residual (on the Laplacian of a 65 x 65 grid the updated \
              residual stalled near 2e-3 and the true one grew to 1.3, where the standard \
-             recurrence met rtol 1e-6 in 100 iterations); solve `{}` in f64, or use \
-             single_reduction (one reduction per iteration, not hidden)",
+             recurrence met rtol 1e-6 in 100 iterations); b `{}` is f32: solve in f64, or \
+             use single_reduction (one reduction per iteration, not hidden)",
             b.name()
         )));
     }

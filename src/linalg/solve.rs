@@ -63,16 +63,22 @@ pub struct SolveOptions {
     /// 4% fewer at 10^5 unknowns with rtol 1e-8, which f32 cannot reach).
     pub single_reduction: bool,
     /// CG only: pipelined CG (Ghysels and Vanroose's recurrences, as PETSc's `KSPPIPECG`),
-    /// for N ranks: an iteration's one reduction, like `single_reduction`'s, is taken before
-    /// the preconditioner and the operator are applied, and neither needs it, so on N ranks
-    /// the reduction over the ranks is in flight while they run (with the operator's halo
-    /// exchange) and the next vector update is the first computation that waits for it
-    /// ([`crate::Stats::reductions_hidden`] counts those). It carries four more vectors
-    /// (three without a preconditioner) and updates them in one pass; on one process it costs
-    /// more than `single_reduction`. Its rounding differs from the standard recurrence's, and
-    /// the residual it updates drifts further from the true one (the report's
-    /// `true_residual` says by how much). f64 only: in f32 those recurrences lose the
-    /// residual. Not with `single_reduction`.
+    /// for many ranks over a network: an iteration's one reduction, like
+    /// `single_reduction`'s, is taken before the preconditioner and the operator are applied,
+    /// and neither needs it, so on N ranks the reduction over the ranks is in flight while
+    /// the operator runs and its halo exchange travels (a preconditioner's own work runs
+    /// before, where the exchange needs its result) and the next vector update is the first
+    /// computation that waits for it ([`crate::Stats::reductions_hidden`] counts those). A
+    /// check's reduction is read by the host at once and hides nothing: keep `check_every`
+    /// well above 1 (the default 10 hides 9 in 10). It carries four more vectors (three
+    /// without a preconditioner) and updates them in one pass, so where a reduction is cheap
+    /// (one process, or ranks of one machine) `single_reduction` is faster. Its rounding
+    /// differs from the standard recurrence's: the same iterations in f64 on the systems
+    /// tested down to rtol 1e-10, but the residual it updates drifts from the true one (the
+    /// report's `true_residual` says by how much) and it stalls short of the standard
+    /// recurrence's accuracy (near 1e-11 on a Poisson problem of 10^4 unknowns, where it
+    /// reaches the iteration limit). f64 only: in f32 those recurrences lose the residual
+    /// altogether. Not with `single_reduction`.
     pub pipelined: bool,
     /// CG only: read each check's residual while the next `check_every` iterations are
     /// recorded and run, and judge it at the check after (the host records and encodes while
@@ -540,19 +546,30 @@ impl<'a, T: Real> Frame<'a, T> {
             failure: SolverFailure::NotConverged,
             iterations: self.opts.max_iterations,
             residual: res,
-            message: format!(
-                "{} did not converge in {} iterations: the relative residual is {res:e}, above \
-                 rtol {:e}; raise max_iterations (or set allow_unconverged to take the \
-                 iterate){}",
-                self.solver,
-                self.opts.max_iterations,
-                self.opts.rtol,
-                if self.preconditioned {
-                    ""
-                } else {
-                    ", or precondition (the diagonal: Jacobi; or Amg)"
-                }
-            ),
+            message: if self.solver == "cg" && self.opts.pipelined {
+                format!(
+                    "cg (pipelined) did not converge in {} iterations: the relative residual \
+                     is {res:.3e}, above rtol {:e}; pipelined CG's recurrences reach less \
+                     accuracy than the standard recurrence's (in f64, about 1e-11 on a \
+                     Poisson problem of 10^4 unknowns, less on harder ones): loosen rtol, or \
+                     solve with the standard recurrence or single_reduction",
+                    self.opts.max_iterations, self.opts.rtol
+                )
+            } else {
+                format!(
+                    "{} did not converge in {} iterations: the relative residual is {res:e}, \
+                     above rtol {:e}; raise max_iterations (or set allow_unconverged to take \
+                     the iterate){}",
+                    self.solver,
+                    self.opts.max_iterations,
+                    self.opts.rtol,
+                    if self.preconditioned {
+                        ""
+                    } else {
+                        ", or precondition (the diagonal: Jacobi; or Amg)"
+                    }
+                )
+            },
         }
     }
 }

@@ -160,6 +160,19 @@ fn pipelined_cg_in_f64_equals_a_plain_rust_cg() {
             "standard, pipelined: {pair:?}"
         );
     }
+    // At the limit it says that its accuracy, not the limit, may be what stops it.
+    let u = ctx.dat_zeros::<f64>("u", &vertices, 1).unwrap();
+    let opts = SolveOptions {
+        pipelined: true,
+        max_iterations: 5,
+        ..SolveOptions::default()
+    };
+    let e = cg(&ctx, &a, &b, &u, None, &opts).err().expect("the limit");
+    assert!(
+        e.to_string()
+            .contains("pipelined CG's recurrences reach less accuracy"),
+        "{e}"
+    );
 }
 
 /// Which CG a case runs.
