@@ -15,24 +15,24 @@
 //! and w. Without a preconditioner
 //! u is r, m is w and q is s.
 
-use super::cg_single::dots_kernel;
+use super::cg_single::{BREAKDOWN, constants, products};
 use super::precond::Preconditioner;
 use super::solve::{Frame, Operator, SolveOptions, SolveReport};
 use crate::{Context, Dat, Kernel, Real, Result};
-use std::rc::Rc;
 
 /// The update kernels of one type and dim, one WGSL source. `dots` is [(r, u), (w, u), (r, r)]
 /// of the current iteration, `aux` the element's [z, q, s, p, alpha_old, gamma_old] (the
 /// second without q: [z, s, p, alpha_old, gamma_old]). At or below the squared norm
-/// `parloop_cgp_tau_<type>` (or with (r, u) = 0) the step is 0 and x, r, u and w stay as they
-/// are; `parloop_cgp_first_<type>` is 1 in the first iteration (beta 0).
+/// `parloop_cg1_tau_<type>` (or with (r, u) = 0) the step is 0 and x, r, u and w stay as they
+/// are; `parloop_cg1_first_<type>` is 1 in the first iteration (beta 0); both are
+/// [`constants`], shared with `single_reduction`.
 fn kernels(t: crate::DType, d: usize) -> String {
     format!(
         "
 fn pl_cgp_steps_{t}_{d}(dots: ptr<function, array<{t}, 3>>, alpha_old: {t}, gamma_old: {t}) -> array<{t}, 2> {{
     let gamma = (*dots)[0];
-    let stop = gamma == {t}() || (*dots)[2] <= parloop_cgp_tau_{t};
-    let first = parloop_cgp_first_{t} != {t}();
+    let stop = gamma == {t}() || (*dots)[2] <= parloop_cg1_tau_{t};
+    let first = parloop_cg1_first_{t} != {t}();
     let beta = select(gamma / gamma_old, {t}(), first || stop);
     let correction = select(beta * gamma / alpha_old, {t}(), first || stop);
     return array<{t}, 2>(select(gamma / ((*dots)[1] - correction), {t}(), stop), beta);
@@ -111,7 +111,6 @@ pub(super) async fn cg_pipelined<T: Real>(
     let (t, set, d) = (T::DTYPE, b.set(), b.dim());
     let src = kernels(t, d);
     let k = |n: &str| Kernel::new(format!("pl_cgp_{n}_{t}_{d}"), src.clone());
-    let dots = dots_kernel(t, d);
     let tmp = |n: &str| ctx.dat_zeros::<T>(&format!("cg {n}"), set, d);
     let (r, w, n) = (tmp("r")?, tmp("w")?, tmp("n = A m")?);
     // Without a preconditioner u is r and m is w.
@@ -125,34 +124,19 @@ pub(super) async fn cg_pipelined<T: Real>(
         None => ctx.dat_zeros::<T>("cg [z, s, p, alpha, gamma]", set, 3 * d + 2)?,
     };
     let precondition = |from: &Dat<T>, to: &Dat<T>| pc.map_or(Ok(()), |p| p.apply(ctx, from, to));
-    // Zeros: cleared on the device, not written by the host.
-    let products = || -> Result<Rc<crate::Global<T>>> {
-        let g = ctx.global::<T>("cg [r.u, w.u, r.r]", &[T::default(); 3])?;
-        ctx.par_loop(&dots, set, &[r.read(), u.read(), w.read(), g.inc()])?;
-        Ok(Rc::new(g))
-    };
-    // Set again before each loop that reads them: a solve inside the operator or the
-    // preconditioner sets its own.
     let tau = f.tau();
-    let consts = |first: bool| -> Result<()> {
-        ctx.constant(&format!("parloop_cgp_tau_{t}"), tau)?;
-        let one = T::from_f64(if first { 1.0 } else { 0.0 });
-        ctx.constant(&format!("parloop_cgp_first_{t}"), one)
-    };
     f.residual(a, &r, &w)?;
     precondition(&r, u)?;
     a.apply(ctx, u, &w)?;
-    let mut current = products()?;
+    let mut current = products(ctx, &r, u, &w)?;
     if f.start(&current, 2).await? {
         return Ok(f.report);
     }
-    let breakdown = "(w, u) - beta (r, u) / alpha or (r, u) was 0 or not finite: is A symmetric \
-                     positive definite, with no zero on its diagonal?";
     for it in 1..=opts.max_iterations {
         // Neither reads the reduction in flight.
         precondition(&w, m)?;
         a.apply(ctx, m, &n)?;
-        consts(it == 1)?;
+        constants(ctx, tau, it == 1)?;
         if pc.is_some() {
             let args = [
                 current.read(),
@@ -169,8 +153,8 @@ pub(super) async fn cg_pipelined<T: Real>(
             let args = [current.read(), n.read(), aux.rw(), x.rw(), r.rw(), w.rw()];
             ctx.par_loop(&k("update_self"), set, &args)?;
         }
-        current = products()?;
-        if f.after(it, current.clone(), 2, breakdown).await? {
+        current = products(ctx, &r, u, &w)?;
+        if f.after(it, current.clone(), 2, BREAKDOWN).await? {
             return f.finish(a, &r, &n).await;
         }
     }

@@ -57,9 +57,37 @@ fn pl_cg1_update_self_{t}_{d}(dots: ptr<function, array<{t}, 3>>, old: ptr<funct
     )
 }
 
-/// The kernel of [(r, u), (w, u), (r, r)] added into a Global of 3 (r, u, w in that order),
-/// which pipelined CG takes too.
-pub(super) fn dots_kernel(t: crate::DType, d: usize) -> Kernel {
+/// What a breakdown means for the recurrences with one reduction (this one and pipelined CG).
+pub(super) const BREAKDOWN: &str = "(w, u) - beta (r, u) / alpha or (r, u) was 0 or not \
+                                    finite: is A symmetric positive definite, with no zero on \
+                                    its diagonal?";
+
+/// Records [(r, u), (w, u), (r, r)] into a new Global (cleared on the device, not written by
+/// the host), which pipelined CG takes too.
+pub(super) fn products<T: Real>(
+    ctx: &Context,
+    r: &Dat<T>,
+    u: &Dat<T>,
+    w: &Dat<T>,
+) -> Result<Rc<Global<T>>> {
+    let g = ctx.global::<T>("cg [r.u, w.u, r.r]", &[T::default(); 3])?;
+    let args = [r.read(), u.read(), w.read(), g.inc()];
+    ctx.par_loop(&dots_kernel(T::DTYPE, r.dim()), r.set(), &args)?;
+    Ok(Rc::new(g))
+}
+
+/// Sets the Consts the update kernels of this recurrence and pipelined CG's read: the squared
+/// norm at which they stop, and whether this is the first iteration (beta 0). Set again before
+/// each loop that reads them: a solve inside the operator or the preconditioner sets its own.
+pub(super) fn constants<T: Real>(ctx: &Context, tau: T, first: bool) -> Result<()> {
+    let t = T::DTYPE;
+    ctx.constant(&format!("parloop_cg1_tau_{t}"), tau)?;
+    let one = T::from_f64(if first { 1.0 } else { 0.0 });
+    ctx.constant(&format!("parloop_cg1_first_{t}"), one)
+}
+
+/// The kernel of [(r, u), (w, u), (r, r)] added into a Global of 3 (r, u, w in that order).
+fn dots_kernel(t: crate::DType, d: usize) -> Kernel {
     let name = format!("pl_cg1_dots_{t}_{d}");
     Kernel::new(
         &name,
@@ -101,33 +129,17 @@ pub(super) async fn cg_single<T: Real>(
     let u_own = pc.map(|_| tmp("u")).transpose()?;
     let u = u_own.as_ref().unwrap_or(&r);
     let precondition = || pc.map_or(Ok(()), |m| m.apply(ctx, &r, u));
-    // Zeros: cleared on the device, not written by the host.
-    let zeros = || ctx.global::<T>("cg [r.u, w.u, r.r]", &[T::default(); 3]);
-    // Set again before each loop that reads them: a solve inside the operator or the
-    // preconditioner sets its own.
     let tau = f.tau();
-    let consts = |first: bool| -> Result<()> {
-        ctx.constant(&format!("parloop_cg1_tau_{t}"), tau)?;
-        let one = T::from_f64(if first { 1.0 } else { 0.0 });
-        ctx.constant(&format!("parloop_cg1_first_{t}"), one)
-    };
     f.residual(a, &r, &w)?;
     precondition()?;
     a.apply(ctx, u, &w)?;
-    let dots = dots_kernel(t, d);
-    let products =
-        |g: &Global<T>| ctx.par_loop(&dots, set, &[r.read(), u.read(), w.read(), g.inc()]);
-    consts(true)?;
-    let mut dots = Rc::new(zeros()?);
-    products(&dots)?;
+    let mut dots = products(ctx, &r, u, &w)?;
     if f.start(&dots, 2).await? {
         return Ok(f.report);
     }
     let mut old = dots.clone();
-    let breakdown = "(w, u) - beta (r, u) / alpha or (r, u) was 0 or not finite: is A symmetric \
-                     positive definite, with no zero on its diagonal?";
     for it in 1..=opts.max_iterations {
-        consts(it == 1)?;
+        constants(ctx, tau, it == 1)?;
         if u_own.is_some() {
             let args = [
                 dots.read(),
@@ -145,10 +157,9 @@ pub(super) async fn cg_single<T: Real>(
         }
         precondition()?;
         a.apply(ctx, u, &w)?;
-        let next = Rc::new(zeros()?);
-        products(&next)?;
+        let next = products(ctx, &r, u, &w)?;
         (old, dots) = (dots, next);
-        if f.after(it, dots.clone(), 2, breakdown).await? {
+        if f.after(it, dots.clone(), 2, BREAKDOWN).await? {
             return f.finish(a, &r, &w).await;
         }
     }
