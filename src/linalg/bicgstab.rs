@@ -3,8 +3,9 @@
 //! update kernels read (each step length computed in the kernel from them), so an iteration
 //! costs no host round trip; right-preconditioned when given a preconditioner.
 
+use super::options::{Operator, SolveOptions, SolveReport};
 use super::precond::Preconditioner;
-use super::solve::{Frame, Operator, SolveOptions, SolveReport};
+use super::solve::Frame;
 use crate::{Context, Dat, Global, Kernel, Real, Result};
 use std::rc::Rc;
 

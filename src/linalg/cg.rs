@@ -4,8 +4,9 @@
 //! trip. The host reads the residual norm every `check_every` iterations to decide whether to
 //! stop; between checks the iterations are recorded lazily and run in one go.
 
+use super::options::{Operator, SolveOptions, SolveReport};
 use super::precond::Preconditioner;
-use super::solve::{Frame, Operator, SolveOptions, SolveReport};
+use super::solve::Frame;
 use crate::{Context, Dat, Global, Kernel, Real, Result};
 use std::rc::Rc;
 
@@ -120,6 +121,7 @@ pub async fn cg_async<T: Real>(
     precondition()?;
     ctx.copy(z, &p)?;
     let mut rz = dots()?;
+    f.energy_at(0);
     if f.start(&rz, 1).await? {
         return Ok(f.report);
     }

@@ -13,8 +13,9 @@
 //! alpha are one Dat, so that the update binds 8 storage buffers at most (WebGPU's default
 //! limit).
 
+use super::options::{Operator, SolveOptions, SolveReport};
 use super::precond::Preconditioner;
-use super::solve::{Frame, Operator, SolveOptions, SolveReport};
+use super::solve::Frame;
 use crate::{Context, Dat, Global, Kernel, Real, Result};
 use std::rc::Rc;
 
@@ -134,6 +135,7 @@ pub(super) async fn cg_single<T: Real>(
     precondition()?;
     a.apply(ctx, u, &w)?;
     let mut dots = products(ctx, &r, u, &w)?;
+    f.energy_at(0);
     if f.start(&dots, 2).await? {
         return Ok(f.report);
     }

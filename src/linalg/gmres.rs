@@ -6,8 +6,9 @@
 //! applies the Givens rotations in f64 and solves the small triangular system at the end of a
 //! cycle; the solution update is one more pass over the basis.
 
+use super::options::{Operator, SolveOptions, SolveReport};
 use super::precond::Preconditioner;
-use super::solve::{Frame, Operator, SolveOptions, SolveReport};
+use super::solve::Frame;
 use crate::{Context, Dat, Error, Global, Kernel, Real, Result};
 use std::rc::Rc;
 

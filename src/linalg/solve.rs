@@ -1,138 +1,15 @@
-//! What the Krylov solvers share: the operator, the options, the report, and the frame of a
-//! solve (its checks, ||b|| on the host, the residual read every `check_every` iterations and
+//! The frame of a Krylov solve, which every solver shares (its checks, ||b|| on the host, the residual read every `check_every` iterations and
 //! the exact iteration of convergence found among the kept norms, the errors, the true
 //! residual at the end). The solvers themselves ([`super::cg`],
 //! [`super::bicgstab`]) record only par_loops and dot products: no host round trip inside an
 //! iteration.
 
-use super::Mat;
+use super::options::{Operator, SolveOptions, SolveReport};
 use super::precond::Preconditioner;
 use crate::error::SolverFailure;
 use crate::types::ReduceOp;
 use crate::{Context, DType, Dat, Error, Global, Kernel, Real, Result};
 use std::rc::Rc;
-
-/// An operator y = A x: a [`Mat`], or any closure recording par_loops (a matrix-free action).
-pub trait Operator<T: Real> {
-    /// Records y = A x.
-    fn apply(&self, ctx: &Context, x: &Dat<T>, y: &Dat<T>) -> Result<()>;
-}
-
-impl<T: Real> Operator<T> for Mat<T> {
-    fn apply(&self, ctx: &Context, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
-        self.mult(ctx, x, y)
-    }
-}
-
-impl<T: Real, F: Fn(&Context, &Dat<T>, &Dat<T>) -> Result<()>> Operator<T> for F {
-    fn apply(&self, ctx: &Context, x: &Dat<T>, y: &Dat<T>) -> Result<()> {
-        self(ctx, x, y)
-    }
-}
-
-/// When a solver stops, and how often it looks.
-#[derive(Clone, Debug)]
-pub struct SolveOptions {
-    /// Stop when ||r|| <= rtol ||b||, r the residual the solver updates as it goes (as
-    /// PETSc's KSP tests by default; in f32 it can fall below the true residual b - A x,
-    /// which the report gives at the end, by about cond(A) times the precision's epsilon). A
-    /// true residual at the end above 1000 rtol and above 0.1 (f32) or 1e-6 (f64), more than
-    /// rounding explains, is an error (or, under `allow_unconverged`, a report marked not
-    /// converged): the operator or the preconditioner is not a fixed linear map.
-    pub rtol: f64,
-    /// The most iterations; reaching them is an error, unless `allow_unconverged`.
-    pub max_iterations: usize,
-    /// Read the residual norm every this many iterations (each read is a readback; the
-    /// iterations between run as one lazy batch).
-    pub check_every: usize,
-    /// Reaching `max_iterations` (or a true residual far above rtol) returns the report
-    /// (`converged` false, the iterate left in x) instead of an error: an inexact Newton
-    /// step's capped solve.
-    pub allow_unconverged: bool,
-    /// GMRES's restart length: the Krylov basis it keeps (PETSc's default, 30). Each basis
-    /// vector is a value per unknown on the device.
-    pub restart: usize,
-    /// CG only: take an iteration's dot products in one reduction (Chronopoulos and Gear's
-    /// recurrences, as PETSc's `KSPCGUseSingleReduction`): the vector updates and the
-    /// preconditioner in one pass, y = A x with the dot products in the next, one finalize
-    /// (three dispatches per iteration with a Jacobi preconditioner, against five), and on N
-    /// ranks one synchronisation of every rank per iteration instead of two. It keeps A p and
-    /// each element's copy of the step length beside p and, in exact arithmetic,
-    /// takes the same iterations; in floating point its rounding differs from the standard
-    /// recurrence's: the same iterations in f64 on the systems tested, within 2 in f32 (and
-    /// 4% fewer at 10^5 unknowns with rtol 1e-8, which f32 cannot reach).
-    pub single_reduction: bool,
-    /// CG only: pipelined CG (Ghysels and Vanroose's recurrences, as PETSc's `KSPPIPECG`),
-    /// for many ranks over a network: an iteration's one reduction, like
-    /// `single_reduction`'s, is taken before the preconditioner and the operator are applied,
-    /// and neither needs it, so on N ranks the reduction over the ranks is in flight while
-    /// the operator runs and its halo exchange travels (a preconditioner's own work runs
-    /// before, where the exchange needs its result) and the next vector update is the first
-    /// computation that waits for it ([`crate::Stats::reductions_hidden`] counts those). A
-    /// check's reduction is read by the host at once and hides nothing: keep `check_every`
-    /// well above 1 (the default 10 hides 9 in 10). It carries four more vectors (three
-    /// without a preconditioner) and updates them in one pass, so where a reduction is cheap
-    /// (one process, or ranks of one machine) `single_reduction` is faster. Its rounding
-    /// differs from the standard recurrence's: the same iterations in f64 on the systems
-    /// tested down to rtol 1e-10, but the residual it updates drifts from the true one (the
-    /// report's `true_residual` says by how much). On Poisson problems of 10^4 unknowns the
-    /// true residual stops near 1e-9 whatever rtol asks (5e-10 at rtol 1e-10; at rtol 1e-11,
-    /// 1e-9 after twice the standard recurrence's iterations, within the report's allowance
-    /// of 1000 rtol, so `converged` is still true), and the updated one stalls between 3e-12
-    /// and 4e-11, so an rtol below that reaches the iteration limit. Ask for rtol 1e-10 or
-    /// above, and read `true_residual`. f64 only: in f32 those recurrences lose the residual
-    /// altogether. Not with `single_reduction`.
-    pub pipelined: bool,
-    /// CG only: read each check's residual while the next `check_every` iterations are
-    /// recorded and run, and judge it at the check after (the host records and encodes while
-    /// the device computes, instead of each waiting for the other). The iterations after
-    /// convergence change nothing, so x and the report's iteration are the same as without;
-    /// up to `2 check_every - 1` iterations after it still run, the operator and the
-    /// preconditioner applied in each (a closure that counts its calls sees them). Off: each
-    /// check waits for its own readback. Not on a distributed set: there each check's
-    /// reduction over the ranks is read at once. None (the default): on for a hardware GPU,
-    /// off for an adapter that runs shaders on the CPU ([`crate::Gpu::software`]), where the
-    /// host's recording takes cores from the device and overlapping measured a few percent
-    /// slower.
-    pub overlap_checks: Option<bool>,
-}
-
-impl Default for SolveOptions {
-    fn default() -> SolveOptions {
-        SolveOptions {
-            rtol: 1e-6,
-            max_iterations: 10_000,
-            check_every: 10,
-            allow_unconverged: false,
-            restart: 30,
-            single_reduction: false,
-            pipelined: false,
-            overlap_checks: None,
-        }
-    }
-}
-
-/// What a solve did.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SolveReport {
-    /// Whether the updated residual fell below rtol with the true residual near it (false
-    /// only under `SolveOptions::allow_unconverged`: the limit was reached, or the true
-    /// residual is far above rtol).
-    pub converged: bool,
-    /// The iteration whose updated residual first fell below rtol, exactly (x is that
-    /// iterate: the iterations after it, until the check that saw it, change nothing, though
-    /// they still run: up to `check_every - 1` of them, or `2 check_every - 1` with
-    /// `SolveOptions::overlap_checks`, count in [`crate::Context::stats`]), or
-    /// `max_iterations`.
-    pub iterations: usize,
-    /// (iteration, ||r|| / ||b||) at each check of the updated residual, the first at
-    /// iteration 0, the last at `iterations`.
-    pub residuals: Vec<(usize, f64)>,
-    /// ||b - A x|| / ||b|| at the end, computed afresh.
-    pub true_residual: f64,
-    /// Times the recurrence restarted (BiCGStab, when r^ became orthogonal to r).
-    pub restarts: usize,
-}
 
 /// A solve in progress: the checked inputs, ||b||, the report so far.
 pub(super) struct Frame<'a, T: Real> {
@@ -152,6 +29,9 @@ pub(super) struct Frame<'a, T: Real> {
     overlap: bool,
     /// The last check's kept norms, read back while the iterations after it run.
     pending: Option<Vec<(usize, Rc<Global<T>>, usize)>>,
+    /// CG: which value of a checked Global is (r, M r), and its sign at the start
+    /// ([`Frame::energy_at`]).
+    energy: Option<(usize, f64)>,
     pub report: SolveReport,
 }
 
@@ -260,6 +140,7 @@ impl<'a, T: Real> Frame<'a, T> {
                 residuals: vec![(0, 0.0)],
                 true_residual: 0.0,
                 restarts: 0,
+                replacements: 0,
             }));
         }
         // In f32 the residual's squares must stay normal numbers down to rtol: an entry of
@@ -286,12 +167,14 @@ impl<'a, T: Real> Frame<'a, T> {
             kept: Vec::new(),
             overlap: false,
             pending: None,
+            energy: None,
             report: SolveReport {
                 converged: false,
                 iterations: 0,
                 residuals: Vec::new(),
                 true_residual: f64::NAN,
                 restarts: 0,
+                replacements: 0,
             },
         }))
     }
@@ -328,7 +211,8 @@ impl<'a, T: Real> Frame<'a, T> {
     /// The initial residual's squared norm, value `at` of `rr`, read: true when it is
     /// already below rtol.
     pub async fn start(&mut self, rr: &Global<T>, at: usize) -> Result<bool> {
-        let rr = rr.value_async().await?[at];
+        let values = rr.value_async().await?;
+        let rr = values[at];
         let first = rr.to_f64().sqrt() / self.b_norm;
         if !first.is_finite() {
             return Err(Error::Usage(format!(
@@ -342,6 +226,12 @@ impl<'a, T: Real> Frame<'a, T> {
         self.report.residuals.push((0, first));
         self.report.true_residual = first;
         self.report.converged = self.below(rr);
+        if !self.report.converged {
+            if let Some((k, sign)) = &mut self.energy {
+                *sign = values[*k].to_f64().signum();
+            }
+            self.energy_kept(&values, 0, first)?;
+        }
         Ok(self.report.converged)
     }
 
@@ -360,6 +250,15 @@ impl<'a, T: Real> Frame<'a, T> {
                 .opts
                 .overlap_checks
                 .unwrap_or(!self.ctx.gpu().software());
+    }
+
+    /// CG: value `at` of each Global checked is (r, M r) (r's squared norm without a
+    /// preconditioner). A definite preconditioner keeps it away from 0, with one sign
+    /// (negative for a negative definite one, with a negative definite A), while r is not 0;
+    /// at 0 the recurrences' steps stop (x and r frozen), so a check that finds it 0, or of
+    /// the other sign, above rtol is a breakdown, not a run to the iteration limit.
+    pub fn energy_at(&mut self, at: usize) {
+        self.energy = Some((at, 1.0));
     }
 
     /// After iteration `it`, value `at` of `rr` the squared norm of its updated residual: on a
@@ -403,6 +302,43 @@ impl<'a, T: Real> Frame<'a, T> {
         self.judge_kept(kept, breakdown).await
     }
 
+    /// With [`Frame::energy_at`], a breakdown error when (r, M r) in `values` is 0 or not of
+    /// its sign at the start (the residual `res`, after iteration `it`, being above rtol).
+    fn energy_kept(&self, values: &[T], it: usize, res: f64) -> Result<()> {
+        let Some((k, sign)) = self.energy else {
+            return Ok(());
+        };
+        let e = values[k].to_f64();
+        if e * sign > 0.0 {
+            return Ok(());
+        }
+        let since = self.report.residuals.iter().rev().nth(1).map_or(0, |l| l.0);
+        let when = match it {
+            0 => "at its start".to_string(),
+            _ => format!("between iterations {since} and {it}"),
+        };
+        let solver = self.solver;
+        Err(Error::Solver {
+            solver,
+            failure: SolverFailure::BrokeDown,
+            iterations: it,
+            residual: res,
+            message: format!(
+                "{solver} broke down {when}: (r, M r) is {e:e}{} while the relative residual \
+                 is {res:e}, above rtol {:e}; the preconditioner is not definite (it maps \
+                 the residual to a vector orthogonal to it, or on the other side): CG needs \
+                 a symmetric definite preconditioner, positive definite for a positive \
+                 definite A (bicgstab and gmres take others)",
+                match (it, sign > 0.0) {
+                    (0, _) => "",
+                    (_, true) => " (positive at the start)",
+                    (_, false) => " (negative at the start)",
+                },
+                self.opts.rtol
+            ),
+        })
+    }
+
     /// Judges the norms kept up to a check (the last is the check's): true when it is below
     /// rtol, `report.iterations` then the first iteration that was (else left as it is).
     async fn judge_kept(
@@ -414,12 +350,14 @@ impl<'a, T: Real> Frame<'a, T> {
             let (_, g, at) = &kept[k];
             async move { Ok::<T, Error>(g.value_async().await?[*at]) }
         };
-        let it = kept[kept.len() - 1].0;
-        let last = value(kept.len() - 1).await?;
+        let (it, g, at) = &kept[kept.len() - 1];
+        let (it, values) = (*it, g.value_async().await?);
+        let last = values[*at];
         let res = last.to_f64().sqrt() / self.b_norm;
         self.judge(it, res, breakdown)?;
         if !self.below(last) {
             self.report.residuals.push((it, res));
+            self.energy_kept(&values, it, res)?;
             return Ok(false);
         }
         // Converged at the check: the first kept norm below tau (the kernels stop at it, so
@@ -549,33 +487,19 @@ impl<'a, T: Real> Frame<'a, T> {
             failure: SolverFailure::NotConverged,
             iterations: self.opts.max_iterations,
             residual: res,
-            message: if self.solver == "cg" && self.opts.pipelined {
-                format!(
-                    "cg (pipelined) did not converge in {} iterations: the updated relative \
-                     residual is {res:.3e}, above rtol {:e}; pipelined CG's recurrences reach \
-                     less accuracy than the standard recurrence's (in f64 on Poisson problems \
-                     of 10^4 unknowns its updated residual stalled between 3e-12 and 4e-11 and \
-                     its true residual near 1e-9; less on harder problems): loosen rtol, or \
-                     solve with the standard recurrence or single_reduction (a residual that \
-                     never moved means (r, M r) = 0: the preconditioner must be positive \
-                     definite)",
-                    self.opts.max_iterations, self.opts.rtol
-                )
-            } else {
-                format!(
-                    "{} did not converge in {} iterations: the relative residual is {res:e}, \
-                     above rtol {:e}; raise max_iterations (or set allow_unconverged to take \
-                     the iterate){}",
-                    self.solver,
-                    self.opts.max_iterations,
-                    self.opts.rtol,
-                    if self.preconditioned {
-                        ""
-                    } else {
-                        ", or precondition (the diagonal: Jacobi; or Amg)"
-                    }
-                )
-            },
+            message: format!(
+                "{} did not converge in {} iterations: the relative residual is {res:e}, \
+                 above rtol {:e}; raise max_iterations (or set allow_unconverged to take \
+                 the iterate){}",
+                self.solver,
+                self.opts.max_iterations,
+                self.opts.rtol,
+                if self.preconditioned {
+                    ""
+                } else {
+                    ", or precondition (the diagonal: Jacobi; or Amg)"
+                }
+            ),
         }
     }
 }

@@ -3,14 +3,14 @@
 //! shuffled mesh with many blocks and colours, entry by entry against a plain-Rust CSR
 //! assembly; y = A x, zero_rows and the diagonal; MatrixMarket output read back (CG against
 //! plain Rust: linalg_cg.rs); and the errors: a pair the sparsity lacks, a row without a diagonal,
-//! wrong vectors, an indefinite matrix, the iteration limit.
+//! wrong vectors, an indefinite matrix or preconditioner, the iteration limit.
 
 use crate::common;
 
 use common::{ctx, ctx_with, strategies};
 use parloop::linalg::{Mat, SolveOptions, Sparsity, cg};
 use parloop::mesh::unit_square;
-use parloop::{Config, Context, Dat, Error, Kernel, Map, Set, SolverFailure};
+use parloop::{Config, Context, Dat, Error, Kernel, Map, Real, Set, SolverFailure};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -206,21 +206,100 @@ fn product_rows_diagonal_and_matrix_market() {
     }
 }
 
-/// A 2 x 2 diagonal matrix with the given diagonal, on its own set.
-fn diagonal_matrix(ctx: &Context, d: &[f32]) -> (Mat<f32>, Set) {
+/// A diagonal matrix with the given diagonal, on its own set.
+fn diagonal_matrix<T: Real>(ctx: &Context, d: &[T]) -> (Mat<T>, Set) {
     let s = Set::new("s", d.len());
     let id: Vec<u32> = (0..d.len() as u32).collect();
     let m = Map::new("id", &s, &s, 1, &id).unwrap();
     let sp = Rc::new(Sparsity::new(&ctx, "diag", &s, &s, &[(&m, &m)]).unwrap());
-    let a = Mat::<f32>::new(ctx, "D", &sp).unwrap();
+    let a = Mat::<T>::new(ctx, "D", &sp).unwrap();
     let dd = ctx.dat("d", &s, 1, d).unwrap();
+    let t = T::DTYPE;
     let k = Kernel::new(
-        "put",
-        "fn put(d: ptr<function, array<f32, 1>>, a: ptr<function, array<f32, 1>>) { (*a)[0] += (*d)[0]; }",
+        format!("put_{t}"),
+        format!(
+            "fn put_{t}(d: ptr<function, array<{t}, 1>>, a: ptr<function, array<{t}, 1>>) {{ (*a)[0] += (*d)[0]; }}"
+        ),
     );
     ctx.par_loop(&k, &s, &[dd.read(), a.inc(&m, &m).unwrap()])
         .unwrap();
     (a, s)
+}
+
+/// A preconditioner that is not definite is a breakdown, named, under each recurrence:
+/// (r, M r) = 0 at the start (M = diag(1, -1) and r = [1, 1]), and after a first iteration
+/// (M r = 0, where the steps stop and would otherwise run to the iteration limit, or -r, from
+/// the second application on).
+#[test]
+fn a_preconditioner_not_definite_is_a_breakdown() {
+    let ctx = ctx();
+    let (a, s) = diagonal_matrix(&ctx, &[2.0f64, 3.0]);
+    let b = ctx.dat("b", &s, 1, &[1.0f64, 1.0]).unwrap();
+    let m = ctx.dat("m", &s, 1, &[1.0f64, -1.0]).unwrap();
+    let recurrences = [(false, false), (true, false), (false, true)];
+    for (single_reduction, pipelined) in recurrences {
+        let opts = SolveOptions {
+            check_every: 1,
+            single_reduction,
+            pipelined,
+            ..SolveOptions::default()
+        };
+        let x = ctx.dat_zeros::<f64>("x", &s, 1).unwrap();
+        let e = cg(&ctx, &a, &b, &x, Some(&m), &opts)
+            .err()
+            .expect("breakdown");
+        assert!(
+            matches!(
+                e,
+                Error::Solver {
+                    failure: SolverFailure::BrokeDown,
+                    iterations: 0,
+                    ..
+                }
+            ),
+            "{opts:?}: {e:?}"
+        );
+        let e = e.to_string();
+        assert!(
+            e.contains("cg broke down at its start: (r, M r) is 0")
+                && e.contains("the preconditioner is not definite"),
+            "{e}"
+        );
+        if pipelined {
+            // Its (r, u) is carried by the recurrence, not applied afresh.
+            continue;
+        }
+        // M r = r once, then 0 or -r: (r, M r) is 0, or of the other sign, after the first
+        // iteration.
+        for (flip, what) in [(false, "(r, M r) is 0"), (true, "(positive at the start)")] {
+            let calls = std::cell::Cell::new(0);
+            let once = |ctx: &Context, r: &Dat<f64>, z: &Dat<f64>| {
+                calls.set(calls.get() + 1);
+                match (calls.get(), flip) {
+                    (1, _) => ctx.copy(r, z),
+                    (_, false) => ctx.zero(z),
+                    (_, true) => ctx.copy(r, z).and_then(|()| ctx.scale(z, -1.0)),
+                }
+            };
+            let x = ctx.dat_zeros::<f64>("x", &s, 1).unwrap();
+            let e = cg(&ctx, &a, &b, &x, Some(&once), &opts)
+                .err()
+                .expect("breakdown");
+            let text = e.to_string();
+            assert!(
+                matches!(
+                    e,
+                    Error::Solver {
+                        failure: SolverFailure::BrokeDown,
+                        iterations: 1,
+                        ..
+                    }
+                ) && text.contains("cg broke down between iterations 0 and 1")
+                    && text.contains(what),
+                "{opts:?}: {text}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -268,7 +347,7 @@ fn errors_name_what_is_wrong() {
         "{e}"
     );
     // An indefinite matrix: p.Ap = 0 on the first step.
-    let (d, s) = diagonal_matrix(&ctx, &[1.0, -1.0]);
+    let (d, s) = diagonal_matrix(&ctx, &[1.0f32, -1.0]);
     let b = ctx.dat("b", &s, 1, &[1.0f32, 1.0]).unwrap();
     let x = ctx.dat_zeros::<f32>("x", &s, 1).unwrap();
     let opts = SolveOptions {
@@ -326,7 +405,7 @@ fn errors_name_what_is_wrong() {
         "{e}"
     );
     // The iteration limit.
-    let (d, s) = diagonal_matrix(&ctx, &[1.0, 2.0, 3.0, 4.0]);
+    let (d, s) = diagonal_matrix(&ctx, &[1.0f32, 2.0, 3.0, 4.0]);
     let b = ctx.dat("b", &s, 1, &[1.0f32; 4]).unwrap();
     let x = ctx.dat_zeros::<f32>("x", &s, 1).unwrap();
     let opts = SolveOptions {

@@ -160,7 +160,33 @@ fn pipelined_cg_in_f64_equals_a_plain_rust_cg() {
             "standard, pipelined: {pair:?}"
         );
     }
-    // At the limit it says that its accuracy, not the limit, may be what stops it.
+    // At rtol 1e-12 on 10^4 unknowns pipelined CG's updated residual drifts from the true
+    // one (without replacements it stalls near 3e-12, its true residual near 1e-9); replaced
+    // by the true one at the checks where it fell 100-fold, it ends as accurate as the
+    // standard recurrence, in its iterations.
+    let (a, b, vertices, _, _) = laplacian::<f64>(&ctx, 100);
+    let tight = |pipelined| {
+        let u = ctx.dat_zeros::<f64>("u", &vertices, 1).unwrap();
+        let opts = SolveOptions {
+            rtol: 1e-12,
+            check_every: 5,
+            pipelined,
+            ..SolveOptions::default()
+        };
+        cg(&ctx, &a, &b, &u, None, &opts).unwrap()
+    };
+    let (standard, piped) = (tight(false), tight(true));
+    let what = format!("standard {standard:?}\npipelined {piped:?}");
+    assert!(
+        standard.replacements == 0 && piped.replacements >= 3,
+        "{what}"
+    );
+    assert!(
+        piped.true_residual <= 2.0 * standard.true_residual.max(1e-12),
+        "{what}"
+    );
+    assert!(piped.iterations <= standard.iterations + 5, "{what}");
+    // At the limit it says so.
     let u = ctx.dat_zeros::<f64>("u", &vertices, 1).unwrap();
     let opts = SolveOptions {
         pipelined: true,
@@ -169,8 +195,7 @@ fn pipelined_cg_in_f64_equals_a_plain_rust_cg() {
     };
     let e = cg(&ctx, &a, &b, &u, None, &opts).err().expect("the limit");
     assert!(
-        e.to_string()
-            .contains("pipelined CG's recurrences reach less accuracy"),
+        e.to_string().contains("did not converge in 5 iterations"),
         "{e}"
     );
 }
