@@ -482,23 +482,41 @@ impl<'a, T: Real> Frame<'a, T> {
     /// The error for reaching the iteration limit.
     fn limit_error(&self) -> Error {
         let res = self.report.residuals.last().map_or(f64::NAN, |l| l.1);
+        // Stagnation: small, and not halved over the second half of the iterations.
+        let half = self
+            .report
+            .residuals
+            .iter()
+            .rfind(|(k, _)| 2 * k <= self.opts.max_iterations);
+        let eps = match T::DTYPE {
+            DType::F32 => f64::from(f32::EPSILON),
+            _ => f64::EPSILON,
+        };
+        let advice = match half {
+            Some(&(k, h)) if k > 0 && res > 0.5 * h && res < eps.sqrt() => format!(
+                "it has not halved since iteration {k} ({h:.3e}): rtol may be below the accuracy \
+                 this system reaches in {} (a solve's true residual stops near cond(A) times \
+                 its epsilon, {eps:.1e}); loosen rtol",
+                T::DTYPE
+            ),
+            _ => format!(
+                "raise max_iterations (or set allow_unconverged to take the iterate){}",
+                if self.preconditioned {
+                    ""
+                } else {
+                    ", or precondition (the diagonal: Jacobi; or Amg)"
+                }
+            ),
+        };
         Error::Solver {
             solver: self.solver,
             failure: SolverFailure::NotConverged,
             iterations: self.opts.max_iterations,
             residual: res,
             message: format!(
-                "{} did not converge in {} iterations: the relative residual is {res:e}, \
-                 above rtol {:e}; raise max_iterations (or set allow_unconverged to take \
-                 the iterate){}",
-                self.solver,
-                self.opts.max_iterations,
-                self.opts.rtol,
-                if self.preconditioned {
-                    ""
-                } else {
-                    ", or precondition (the diagonal: Jacobi; or Amg)"
-                }
+                "{} did not converge in {} iterations: the relative residual is {res:.3e}, \
+                 above rtol {:e}; {advice}",
+                self.solver, self.opts.max_iterations, self.opts.rtol,
             ),
         }
     }

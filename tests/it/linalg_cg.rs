@@ -186,6 +186,22 @@ fn pipelined_cg_in_f64_equals_a_plain_rust_cg() {
         "{what}"
     );
     assert!(piped.iterations <= standard.iterations + 5, "{what}");
+    // Below the accuracy the system allows (its true residual stops near 2e-12), the
+    // replaced residual stops there too: the limit says so rather than "raise the limit".
+    let u = ctx.dat_zeros::<f64>("u", &vertices, 1).unwrap();
+    let opts = SolveOptions {
+        rtol: 1e-14,
+        max_iterations: 1000,
+        pipelined: true,
+        ..SolveOptions::default()
+    };
+    let e = cg(&ctx, &a, &b, &u, None, &opts).err().expect("the limit");
+    let e = e.to_string();
+    assert!(
+        e.contains("it has not halved since iteration 500")
+            && e.contains("rtol may be below the accuracy this system reaches in f64"),
+        "{e}"
+    );
     // At the limit it says so.
     let u = ctx.dat_zeros::<f64>("u", &vertices, 1).unwrap();
     let opts = SolveOptions {
