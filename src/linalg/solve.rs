@@ -32,6 +32,12 @@ pub(super) struct Frame<'a, T: Real> {
     /// CG: which value of a checked Global is (r, M r), and its sign at the start
     /// ([`Frame::energy_at`]).
     energy: Option<(usize, f64)>,
+    /// The smallest residual judged so far, and its iteration.
+    best: (usize, f64),
+    /// CG: a residual that stagnates ends the solve ([`Frame::stop_on_stall`]); `stalled`
+    /// once it has (under `allow_unconverged`, the report then given by [`Frame::finish`]).
+    stall_stop: bool,
+    stalled: bool,
     pub report: SolveReport,
 }
 
@@ -168,6 +174,9 @@ impl<'a, T: Real> Frame<'a, T> {
             overlap: false,
             pending: None,
             energy: None,
+            best: (0, f64::INFINITY),
+            stall_stop: false,
+            stalled: false,
             report: SolveReport {
                 converged: false,
                 iterations: 0,
@@ -259,6 +268,28 @@ impl<'a, T: Real> Frame<'a, T> {
     /// the other sign, above rtol is a breakdown, not a run to the iteration limit.
     pub fn energy_at(&mut self, at: usize) {
         self.energy = Some((at, 1.0));
+    }
+
+    /// A residual below the square root of epsilon that has not fallen below its smallest
+    /// value for [`Frame::stall_window`] iterations ends the solve at that check, as the
+    /// limit would (an error, or the report marked not converged under
+    /// `allow_unconverged`): rtol is below the accuracy the system reaches, where the
+    /// residual stops (pipelined CG's, replaced by the true one) or wanders.
+    pub fn stop_on_stall(&mut self) {
+        self.stall_stop = true;
+    }
+
+    /// The iterations without a new smallest residual that make a stall: 100, or 10 checks.
+    fn stall_window(&self) -> usize {
+        100.max(10 * self.opts.check_every)
+    }
+
+    /// The square root of T's epsilon: below it a residual is in rounding's reach.
+    fn small() -> f64 {
+        match T::DTYPE {
+            DType::F32 => f64::from(f32::EPSILON).sqrt(),
+            _ => f64::EPSILON.sqrt(),
+        }
     }
 
     /// After iteration `it`, value `at` of `rr` the squared norm of its updated residual: on a
@@ -358,6 +389,18 @@ impl<'a, T: Real> Frame<'a, T> {
         if !self.below(last) {
             self.report.residuals.push((it, res));
             self.energy_kept(&values, it, res)?;
+            if res < self.best.1 {
+                self.best = (it, res);
+            } else if self.stall_stop
+                && res < Self::small()
+                && it - self.best.0 >= self.stall_window()
+            {
+                if !self.opts.allow_unconverged {
+                    return Err(self.unconverged(it));
+                }
+                self.stalled = true;
+                return Ok(true);
+            }
             return Ok(false);
         }
         // Converged at the check: the first kept norm below tau (the kernels stop at it, so
@@ -429,6 +472,11 @@ impl<'a, T: Real> Frame<'a, T> {
         self.residual(a, r, q)?;
         let true_residual = self.relative(r).await?;
         self.report.true_residual = true_residual;
+        if self.stalled {
+            // Stopped at a stall under allow_unconverged: the iterate of that check.
+            self.report.converged = false;
+            return Ok(self.report);
+        }
         // Rounding alone leaves the true residual of a correct solve about cond(A) eps above
         // the updated one: far means above 1000 rtol and above what that allows for the
         // systems solved in practice (cond(A) up to about 1e6 in f32, 1e10 in f64).
@@ -472,51 +520,51 @@ impl<'a, T: Real> Frame<'a, T> {
         q: &Dat<T>,
     ) -> Result<SolveReport> {
         if !self.opts.allow_unconverged {
-            return Err(self.limit_error());
+            return Err(self.unconverged(self.opts.max_iterations));
         }
         self.residual(a, r, q)?;
         self.report.true_residual = self.relative(r).await?;
         Ok(self.report)
     }
 
-    /// The error for reaching the iteration limit.
-    fn limit_error(&self) -> Error {
+    /// The error for not converging by iteration `it`: the limit, or a stall.
+    fn unconverged(&self, it: usize) -> Error {
         let res = self.report.residuals.last().map_or(f64::NAN, |l| l.1);
-        // Stagnation: small, and not halved over the second half of the iterations.
-        let half = self
-            .report
-            .residuals
-            .iter()
-            .rfind(|(k, _)| 2 * k <= self.opts.max_iterations);
-        let eps = match T::DTYPE {
-            DType::F32 => f64::from(f32::EPSILON),
-            _ => f64::EPSILON,
-        };
-        let advice = match half {
-            Some(&(k, h)) if k > 0 && res > 0.5 * h && res < eps.sqrt() => format!(
-                "it has not halved since iteration {k} ({h:.3e}): rtol may be below the accuracy \
-                 this system reaches in {} (a solve's true residual stops near cond(A) times \
-                 its epsilon, {eps:.1e}); loosen rtol",
+        let eps = Self::small().powi(2);
+        let (k, best) = self.best;
+        // Stopped early, or its smallest residual is from the first half.
+        let early = it < self.opts.max_iterations;
+        let stalled = best < Self::small() && (early || it - k >= it / 2);
+        let advice = if stalled {
+            format!(
+                "it has not fallen below {best:.3e} (at iteration {k}) since: rtol may be \
+                 below the accuracy this system reaches in {} (a solve's true residual stops \
+                 near cond(A) times its epsilon, {eps:.1e}); loosen rtol",
                 T::DTYPE
-            ),
-            _ => format!(
+            )
+        } else {
+            format!(
                 "raise max_iterations (or set allow_unconverged to take the iterate){}",
                 if self.preconditioned {
                     ""
                 } else {
                     ", or precondition (the diagonal: Jacobi; or Amg)"
                 }
-            ),
+            )
+        };
+        let stop = if early {
+            format!("stopped at iteration {it}, its residual stalled")
+        } else {
+            format!("did not converge in {it} iterations")
         };
         Error::Solver {
             solver: self.solver,
             failure: SolverFailure::NotConverged,
-            iterations: self.opts.max_iterations,
+            iterations: it,
             residual: res,
             message: format!(
-                "{} did not converge in {} iterations: the relative residual is {res:.3e}, \
-                 above rtol {:e}; {advice}",
-                self.solver, self.opts.max_iterations, self.opts.rtol,
+                "{} {stop}: the relative residual is {res:.3e}, above rtol {:e}; {advice}",
+                self.solver, self.opts.rtol,
             ),
         }
     }
