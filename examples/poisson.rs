@@ -476,6 +476,7 @@ fn run<T: Real>(
     let last = s.report.residuals.last().map_or(0.0, |r| r.1);
     let replaced = match s.report.replacements {
         0 => String::new(),
+        1 => ", 1 residual replacement".to_string(),
         n => format!(", {n} residual replacements"),
     };
     println!(

@@ -167,8 +167,9 @@ pub(super) async fn cg_pipelined<T: Real>(
     if f.start(&current, 2).await? {
         return Ok(f.report);
     }
-    // The residual judged at the last replacement (or the start).
-    let mut replaced = f.report.residuals[0].1;
+    // The residual of the first check after the last replacement (or the start): None
+    // right after a replacement, until that check.
+    let mut base = Some(f.report.residuals[0].1);
     for it in 1..=opts.max_iterations {
         // Neither reads the reduction in flight.
         precondition(&w, m)?;
@@ -195,12 +196,20 @@ pub(super) async fn cg_pipelined<T: Real>(
             return f.finish(a, &r, &n).await;
         }
         // A check (its residual judged, at this iteration: pipelined CG's checks do not
-        // overlap the iterations after them) whose residual fell DROP-fold since the last
-        // replacement: r, u, w and s, q, z computed afresh from x and p.
+        // overlap the iterations after them) whose residual fell DROP-fold since the first
+        // check after the last replacement (the replaced residual's own size), short of the
+        // limit: r, u, w and s, q, z computed afresh from x and p.
         let Some(&(at, res)) = f.report.residuals.last() else {
             continue;
         };
-        if at != it || res > DROP * replaced {
+        if at != it || it == opts.max_iterations {
+            continue;
+        }
+        let Some(from) = base else {
+            base = Some(res);
+            continue;
+        };
+        if res > DROP * from {
             continue;
         }
         let own = pc.is_some();
@@ -223,8 +232,9 @@ pub(super) async fn cg_pipelined<T: Real>(
         precondition(&r, u)?;
         a.apply(ctx, u, &w)?;
         current = products(ctx, &r, u, &w)?;
+        f.kept_again(it, current.clone(), 2);
         f.report.replacements += 1;
-        replaced = res;
+        base = None;
     }
     f.limit(a, &r, &n).await
 }

@@ -32,8 +32,9 @@ pub struct SolveOptions {
     /// converged): the operator or the preconditioner is not a fixed linear map. "Near" is
     /// that generous: read the report's `true_residual` where it matters. CG ends a solve
     /// whose residual, below the square root of the precision's epsilon, has not reached a
-    /// new minimum in 100 iterations (or 10 checks, if more) as it would at the limit: rtol
-    /// is then below the accuracy the system reaches.
+    /// new minimum for as many iterations as it took to reach the last one (at least 100, or
+    /// 10 checks) as it would at the limit: rtol is then below the accuracy the system
+    /// reaches.
     pub rtol: f64,
     /// The most iterations; reaching them is an error, unless `allow_unconverged`.
     pub max_iterations: usize,

@@ -29,9 +29,8 @@ pub(super) struct Frame<'a, T: Real> {
     overlap: bool,
     /// The last check's kept norms, read back while the iterations after it run.
     pending: Option<Vec<(usize, Rc<Global<T>>, usize)>>,
-    /// CG: which value of a checked Global is (r, M r), and its sign at the start
-    /// ([`Frame::energy_at`]).
-    energy: Option<(usize, f64)>,
+    /// CG: which value of a checked Global is (r, M r) ([`Frame::energy_at`]).
+    energy: Option<usize>,
     /// The smallest residual judged so far, and its iteration.
     best: (usize, f64),
     /// CG: a residual that stagnates ends the solve ([`Frame::stop_on_stall`]); `stalled`
@@ -236,9 +235,6 @@ impl<'a, T: Real> Frame<'a, T> {
         self.report.true_residual = first;
         self.report.converged = self.below(rr);
         if !self.report.converged {
-            if let Some((k, sign)) = &mut self.energy {
-                *sign = values[*k].to_f64().signum();
-            }
             self.energy_kept(&values, 0, first)?;
         }
         Ok(self.report.converged)
@@ -262,16 +258,17 @@ impl<'a, T: Real> Frame<'a, T> {
     }
 
     /// CG: value `at` of each Global checked is (r, M r) (r's squared norm without a
-    /// preconditioner). A definite preconditioner keeps it away from 0, with one sign
-    /// (negative for a negative definite one, with a negative definite A), while r is not 0;
-    /// at 0 the recurrences' steps stop (x and r frozen), so a check that finds it 0, or of
-    /// the other sign, above rtol is a breakdown, not a run to the iteration limit.
+    /// preconditioner). At 0 the recurrences' steps stop, x and r frozen (a definite
+    /// preconditioner keeps it from 0 while r is not 0), so a check that finds it 0 above
+    /// rtol is a breakdown, not a run to the iteration limit. Its sign is not judged: CG's
+    /// iterates are the same under M and -M, and one that changes sign between checks may
+    /// still converge.
     pub fn energy_at(&mut self, at: usize) {
-        self.energy = Some((at, 1.0));
+        self.energy = Some(at);
     }
 
     /// A residual below the square root of epsilon that has not fallen below its smallest
-    /// value for [`Frame::stall_window`] iterations ends the solve at that check, as the
+    /// value for [`Frame::stalled_since`]'s iterations ends the solve at that check, as the
     /// limit would (an error, or the report marked not converged under
     /// `allow_unconverged`): rtol is below the accuracy the system reaches, where the
     /// residual stops (pipelined CG's, replaced by the true one) or wanders.
@@ -279,9 +276,18 @@ impl<'a, T: Real> Frame<'a, T> {
         self.stall_stop = true;
     }
 
-    /// The iterations without a new smallest residual that make a stall: 100, or 10 checks.
-    fn stall_window(&self) -> usize {
-        100.max(10 * self.opts.check_every)
+    /// `rr` holds iteration `it`'s residual computed again (value `at`; a replacement after
+    /// its check): the next check looks for convergence from it on.
+    pub fn kept_again(&mut self, it: usize, rr: Rc<Global<T>>, at: usize) {
+        self.kept.push((it, rr, at));
+    }
+
+    /// Whether the smallest residual, below the square root of epsilon, is from iteration
+    /// `it` / 2 or before and at least 100 iterations (or 10 checks) before `it`: a stall,
+    /// not a plateau on the way (which would be shorter than the way to it).
+    fn stalled_since(&self, it: usize) -> bool {
+        let (k, best) = self.best;
+        best < Self::small() && it - k >= k.max(100).max(10 * self.opts.check_every)
     }
 
     /// The square root of T's epsilon: below it a residual is in rounding's reach.
@@ -333,14 +339,14 @@ impl<'a, T: Real> Frame<'a, T> {
         self.judge_kept(kept, breakdown).await
     }
 
-    /// With [`Frame::energy_at`], a breakdown error when (r, M r) in `values` is 0 or not of
-    /// its sign at the start (the residual `res`, after iteration `it`, being above rtol).
+    /// With [`Frame::energy_at`], a breakdown error when (r, M r) in `values` is 0 (the
+    /// residual `res`, after iteration `it`, being above rtol).
     fn energy_kept(&self, values: &[T], it: usize, res: f64) -> Result<()> {
-        let Some((k, sign)) = self.energy else {
+        let Some(k) = self.energy else {
             return Ok(());
         };
         let e = values[k].to_f64();
-        if e * sign > 0.0 {
+        if e != 0.0 {
             return Ok(());
         }
         let since = self.report.residuals.iter().rev().nth(1).map_or(0, |l| l.0);
@@ -355,16 +361,10 @@ impl<'a, T: Real> Frame<'a, T> {
             iterations: it,
             residual: res,
             message: format!(
-                "{solver} broke down {when}: (r, M r) is {e:e}{} while the relative residual \
-                 is {res:e}, above rtol {:e}; the preconditioner is not definite (it maps \
-                 the residual to a vector orthogonal to it, or on the other side): CG needs \
-                 a symmetric definite preconditioner, positive definite for a positive \
-                 definite A (bicgstab and gmres take others)",
-                match (it, sign > 0.0) {
-                    (0, _) => "",
-                    (_, true) => " (positive at the start)",
-                    (_, false) => " (negative at the start)",
-                },
+                "{solver} broke down {when}: (r, M r) is 0 while the relative residual is \
+                 {res:.3e}, above rtol {:e}; the preconditioner maps the residual to a vector \
+                 orthogonal to it, so it is not definite: CG needs a symmetric positive \
+                 definite preconditioner (bicgstab and gmres take others)",
                 self.opts.rtol
             ),
         })
@@ -391,10 +391,7 @@ impl<'a, T: Real> Frame<'a, T> {
             self.energy_kept(&values, it, res)?;
             if res < self.best.1 {
                 self.best = (it, res);
-            } else if self.stall_stop
-                && res < Self::small()
-                && it - self.best.0 >= self.stall_window()
-            {
+            } else if self.stall_stop && self.stalled_since(it) {
                 if !self.opts.allow_unconverged {
                     return Err(self.unconverged(it));
                 }
@@ -532,9 +529,8 @@ impl<'a, T: Real> Frame<'a, T> {
         let res = self.report.residuals.last().map_or(f64::NAN, |l| l.1);
         let eps = Self::small().powi(2);
         let (k, best) = self.best;
-        // Stopped early, or its smallest residual is from the first half.
         let early = it < self.opts.max_iterations;
-        let stalled = best < Self::small() && (early || it - k >= it / 2);
+        let stalled = early || self.stalled_since(it);
         let advice = if stalled {
             format!(
                 "it has not fallen below {best:.3e} (at iteration {k}) since: rtol may be \

@@ -24,19 +24,7 @@ fn model(m: &Mesh, dt: f64, steps: usize) -> (Vec<Vec<f64>>, Vec<f64>) {
     let mut mass = vec![0.0; n];
     for c in 0..m.ncells() {
         let v = m.cell(c);
-        let p: Vec<[f64; 2]> = v
-            .iter()
-            .map(|&i| [m.coords[i as usize][0], m.coords[i as usize][1]])
-            .collect();
-        let det =
-            (p[1][0] - p[0][0]) * (p[2][1] - p[0][1]) - (p[2][0] - p[0][0]) * (p[1][1] - p[0][1]);
-        let area = det.abs() / 2.0;
-        let g: Vec<[f64; 2]> = (0..3)
-            .map(|i| {
-                let (j, k) = ((i + 1) % 3, (i + 2) % 3);
-                [(p[j][1] - p[k][1]) / det, (p[k][0] - p[j][0]) / det]
-            })
-            .collect();
+        let (area, g) = crate::common::p1_element([0, 1, 2].map(|i| m.coords[v[i] as usize]));
         for i in 0..3 {
             mass[v[i] as usize] += area / 3.0;
             for j in 0..3 {

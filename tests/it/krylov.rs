@@ -81,16 +81,7 @@ pub(crate) fn problem_with(ctx: &Context, n: usize, beta: [f64; 2]) -> Problem {
     // The same matrix in plain Rust, f64.
     let mut dense = vec![vec![0.0; nv]; nv];
     for c in m.cells.chunks_exact(3) {
-        let p = [0, 1, 2].map(|i| m.coords[c[i] as usize]);
-        let det =
-            (p[1][0] - p[0][0]) * (p[2][1] - p[0][1]) - (p[2][0] - p[0][0]) * (p[1][1] - p[0][1]);
-        let g: Vec<[f64; 2]> = (0..3)
-            .map(|i| {
-                let (j, k) = ((i + 1) % 3, (i + 2) % 3);
-                [(p[j][1] - p[k][1]) / det, (p[k][0] - p[j][0]) / det]
-            })
-            .collect();
-        let area = det.abs() / 2.0;
+        let (area, g) = crate::common::p1_element([0, 1, 2].map(|i| m.coords[c[i] as usize]));
         for i in 0..3 {
             for j in 0..3 {
                 dense[c[i] as usize][c[j] as usize] += area

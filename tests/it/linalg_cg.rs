@@ -62,19 +62,11 @@ fn laplacian<T: Real>(ctx: &Context, n: usize) -> (Mat<T>, Dat<T>, Set, Vec<f64>
     let nv = m.nvertices();
     let mut rows: Vec<BTreeMap<usize, f64>> = vec![BTreeMap::new(); nv];
     for c in m.cells.chunks_exact(3) {
-        let p = [0, 1, 2].map(|i| m.coords[c[i] as usize]);
-        let det =
-            (p[1][0] - p[0][0]) * (p[2][1] - p[0][1]) - (p[2][0] - p[0][0]) * (p[1][1] - p[0][1]);
-        let g: Vec<[f64; 2]> = (0..3)
-            .map(|i| {
-                let (j, k) = ((i + 1) % 3, (i + 2) % 3);
-                [(p[j][1] - p[k][1]) / det, (p[k][0] - p[j][0]) / det]
-            })
-            .collect();
+        let (area, g) = crate::common::p1_element([0, 1, 2].map(|i| m.coords[c[i] as usize]));
         for i in 0..3 {
             for j in 0..3 {
                 *rows[c[i] as usize].entry(c[j] as usize).or_insert(0.0) +=
-                    det.abs() / 2.0 * (g[i][0] * g[j][0] + g[i][1] * g[j][1]);
+                    area * (g[i][0] * g[j][0] + g[i][1] * g[j][1]);
             }
         }
     }
@@ -216,6 +208,26 @@ fn pipelined_cg_in_f64_equals_a_plain_rust_cg() {
     assert!(
         !report.converged && report.iterations < 1000 && report.true_residual < 1e-10,
         "{report:?}"
+    );
+    // A warm start (residual 1e-9) converging at its usual rate, stopped by a low limit:
+    // the advice is the limit's, not a stall's.
+    let u = ctx.dat_zeros::<f64>("u", &vertices, 1).unwrap();
+    let warm = SolveOptions {
+        rtol: 1e-9,
+        ..SolveOptions::default()
+    };
+    cg(&ctx, &a, &b, &u, None, &warm).unwrap();
+    let opts = SolveOptions {
+        rtol: 1e-12,
+        max_iterations: 20,
+        check_every: 1,
+        ..SolveOptions::default()
+    };
+    let e = cg(&ctx, &a, &b, &u, None, &opts).err().expect("the limit");
+    let e = e.to_string();
+    assert!(
+        e.contains("did not converge in 20 iterations") && e.contains("raise max_iterations"),
+        "{e}"
     );
     // At the limit it says so.
     let u = ctx.dat_zeros::<f64>("u", &vertices, 1).unwrap();

@@ -48,3 +48,15 @@ pub fn strategies(probe: &Context) -> Vec<(Strategy, Staging)> {
         .map(|v| (v.strategy, v.staging))
         .collect()
 }
+
+/// A P1 triangle's area and the gradients of its three hat functions, in plain Rust (f64),
+/// from its vertices' coordinates (a mesh's, z ignored): the element of the tests' reference
+/// matrices.
+pub fn p1_element(p: [[f64; 3]; 3]) -> (f64, [[f64; 2]; 3]) {
+    let det = (p[1][0] - p[0][0]) * (p[2][1] - p[0][1]) - (p[2][0] - p[0][0]) * (p[1][1] - p[0][1]);
+    let g = std::array::from_fn(|i| {
+        let (j, k) = ((i + 1) % 3, (i + 2) % 3);
+        [(p[j][1] - p[k][1]) / det, (p[k][0] - p[j][0]) / det]
+    });
+    (det.abs() / 2.0, g)
+}
