@@ -73,13 +73,14 @@ pub struct SolveOptions {
     /// The residual it updates drifts from the true one faster than the standard
     /// recurrence's (on a Poisson problem of 10^4 unknowns its true residual stopped near
     /// 1e-9 whatever rtol asked). So at each check where the updated residual has fallen
-    /// 100-fold since the last replacement (Sleijpen and van der Vorst's reliable updating),
-    /// r = b - A x and the vectors carried with it (M r, A M r, A p, M A p, A M A p) are
-    /// computed afresh: four applications of A (and, with a preconditioner, two of it), about
-    /// four iterations' work, once per two orders of magnitude (`SolveReport::replacements`
-    /// counts them): a few percent with Jacobi, more with a preconditioner that gains two
-    /// orders in a few iterations (AMG: a replacement at about every check). It then reaches
-    /// the standard recurrence's accuracy in its iterations, to rtol 1e-12 on that problem.
+    /// 100-fold since the check after the last replacement (or the start; Sleijpen and van
+    /// der Vorst's reliable updating), r = b - A x and the vectors carried with it (M r,
+    /// A M r, A p, M A p, A M A p) are computed afresh: four applications of A (and, with a
+    /// preconditioner, two of it), about four iterations' work, once per two orders of
+    /// magnitude or so (`SolveReport::replacements` counts them): a few percent with Jacobi,
+    /// more with a preconditioner that gains two orders in a few iterations (AMG: one
+    /// replacement in 30 iterations). It then reaches the standard recurrence's accuracy in
+    /// its iterations, to rtol 1e-12 on that problem.
     /// Below the accuracy the system reaches (rtol 1e-13 there), the replaced residual stops
     /// at the true one's floor and the solve ends at the stall with an error, where the
     /// standard recurrence's updated residual goes on falling below the true one and reports
@@ -139,6 +140,6 @@ pub struct SolveReport {
     /// Times the recurrence restarted (BiCGStab, when r^ became orthogonal to r).
     pub restarts: usize,
     /// Times the updated residual was replaced by the true one, b - A x (pipelined CG, at
-    /// the checks where the residual fell 100-fold since the last replacement).
+    /// the checks where the residual fell 100-fold since the check after the last one).
     pub replacements: usize,
 }
