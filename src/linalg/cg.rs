@@ -122,7 +122,6 @@ pub async fn cg_async<T: Real>(
     ctx.copy(z, &p)?;
     let mut rz = dots()?;
     f.energy_at(0);
-    f.stop_on_stall();
     if f.start(&rz, 1).await? {
         return Ok(f.report);
     }

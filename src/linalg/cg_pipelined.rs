@@ -163,7 +163,6 @@ pub(super) async fn cg_pipelined<T: Real>(
     a.apply(ctx, u, &w)?;
     let mut current = products(ctx, &r, u, &w)?;
     f.energy_at(0);
-    f.stop_on_stall();
     if f.start(&current, 2).await? {
         return Ok(f.report);
     }

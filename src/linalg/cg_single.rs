@@ -136,7 +136,6 @@ pub(super) async fn cg_single<T: Real>(
     a.apply(ctx, u, &w)?;
     let mut dots = products(ctx, &r, u, &w)?;
     f.energy_at(0);
-    f.stop_on_stall();
     if f.start(&dots, 2).await? {
         return Ok(f.report);
     }

@@ -30,19 +30,14 @@ pub struct SolveOptions {
     /// true residual at the end above 1000 rtol and above 0.1 (f32) or 1e-6 (f64), more than
     /// rounding explains, is an error (or, under `allow_unconverged`, a report marked not
     /// converged): the operator or the preconditioner is not a fixed linear map. "Near" is
-    /// that generous: read the report's `true_residual` where it matters. CG ends a solve
-    /// whose residual, below the square root of the precision's epsilon, has not reached a
-    /// new minimum for as many iterations as it took to reach the last one (at least 100, or
-    /// 10 checks) as it would at the limit: rtol is then below the accuracy the system
-    /// reaches.
+    /// that generous: read the report's `true_residual` where it matters.
     pub rtol: f64,
     /// The most iterations; reaching them is an error, unless `allow_unconverged`.
     pub max_iterations: usize,
     /// Read the residual norm every this many iterations (each read is a readback; the
     /// iterations between run as one lazy batch).
     pub check_every: usize,
-    /// Reaching `max_iterations` (or, in CG, a residual that stalls below rtol's reach, or a
-    /// true residual far above rtol) returns the report (`converged` false, the iterate left
+    /// Reaching `max_iterations` (or a true residual far above rtol) returns the report (`converged` false, the iterate left
     /// in x) instead of an error: an inexact Newton step's capped solve.
     pub allow_unconverged: bool,
     /// GMRES's restart length: the Krylov basis it keeps (PETSc's default, 30). Each basis
@@ -82,9 +77,9 @@ pub struct SolveOptions {
     /// replacement in 30 iterations). It then reaches the standard recurrence's accuracy in
     /// its iterations, to rtol 1e-12 on that problem.
     /// Below the accuracy the system reaches (rtol 1e-13 there), the replaced residual stops
-    /// at the true one's floor and the solve ends at the stall with an error, where the
-    /// standard recurrence's updated residual goes on falling below the true one and reports
-    /// `converged` within rtol's allowance. Its checks do not overlap the iterations after them
+    /// at the true one's floor and the solve runs to the iteration limit, whose error says
+    /// that rtol may be the cause, where the standard recurrence's updated residual goes on
+    /// falling below the true one and reports `converged` within rtol's allowance. Its checks do not overlap the iterations after them
     /// (`overlap_checks` does not apply): a replacement is decided at the check it follows.
     /// f64 only: in f32 those recurrences lose the residual altogether, replaced or not. Not
     /// with `single_reduction`.
@@ -123,14 +118,14 @@ impl Default for SolveOptions {
 pub struct SolveReport {
     /// Whether the updated residual fell below rtol with the true residual near it, within
     /// the allowance `SolveOptions::rtol` gives (false only under
-    /// `SolveOptions::allow_unconverged`: the limit was reached, the residual stalled, or the
-    /// true residual is far above rtol).
+    /// `SolveOptions::allow_unconverged`: the limit was reached, or the true residual is far
+    /// above rtol).
     pub converged: bool,
     /// The iteration whose updated residual first fell below rtol, exactly (x is that
     /// iterate: the iterations after it, until the check that saw it, change nothing, though
     /// they still run: up to `check_every - 1` of them, or `2 check_every - 1` with
     /// `SolveOptions::overlap_checks`, count in [`crate::Context::stats`]), or
-    /// `max_iterations`, or the check at which a stalled residual ended the solve.
+    /// `max_iterations`.
     pub iterations: usize,
     /// (iteration, ||r|| / ||b||) at each check of the updated residual, the first at
     /// iteration 0, the last at `iterations`.

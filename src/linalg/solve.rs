@@ -31,12 +31,8 @@ pub(super) struct Frame<'a, T: Real> {
     pending: Option<Vec<(usize, Rc<Global<T>>, usize)>>,
     /// CG: which value of a checked Global is (r, M r) ([`Frame::energy_at`]).
     energy: Option<usize>,
-    /// The smallest residual judged so far, and its iteration.
+    /// The smallest residual judged so far, and its iteration (for the limit's advice).
     best: (usize, f64),
-    /// CG: a residual that stagnates ends the solve ([`Frame::stop_on_stall`]); `stalled`
-    /// once it has (under `allow_unconverged`, the report then given by [`Frame::finish`]).
-    stall_stop: bool,
-    stalled: bool,
     pub report: SolveReport,
 }
 
@@ -174,8 +170,6 @@ impl<'a, T: Real> Frame<'a, T> {
             pending: None,
             energy: None,
             best: (0, f64::INFINITY),
-            stall_stop: false,
-            stalled: false,
             report: SolveReport {
                 converged: false,
                 iterations: 0,
@@ -267,15 +261,6 @@ impl<'a, T: Real> Frame<'a, T> {
         self.energy = Some(at);
     }
 
-    /// A residual below the square root of epsilon that has not fallen below its smallest
-    /// value for [`Frame::stalled_since`]'s iterations ends the solve at that check, as the
-    /// limit would (an error, or the report marked not converged under
-    /// `allow_unconverged`): rtol is below the accuracy the system reaches, where the
-    /// residual stops (pipelined CG's, replaced by the true one) or wanders.
-    pub fn stop_on_stall(&mut self) {
-        self.stall_stop = true;
-    }
-
     /// `rr` holds iteration `it`'s residual computed again (value `at`; a replacement after
     /// its check): the next check looks for convergence from it on.
     pub fn kept_again(&mut self, it: usize, rr: Rc<Global<T>>, at: usize) {
@@ -284,10 +269,11 @@ impl<'a, T: Real> Frame<'a, T> {
 
     /// Whether the smallest residual, below the square root of epsilon, is from iteration
     /// `it` / 2 or before and at least 100 iterations (or 10 checks) before `it`: a stall,
-    /// not a plateau on the way (which would be shorter than the way to it).
+    /// or a long plateau on the way (CG's residual is not monotone).
     fn stalled_since(&self, it: usize) -> bool {
         let (k, best) = self.best;
-        best < Self::small() && it - k >= k.max(100).max(10 * self.opts.check_every)
+        best < Self::small()
+            && it.saturating_sub(k) >= k.max(100).max(self.opts.check_every.saturating_mul(10))
     }
 
     /// The square root of T's epsilon: below it a residual is in rounding's reach.
@@ -389,15 +375,6 @@ impl<'a, T: Real> Frame<'a, T> {
         if !self.below(last) {
             self.report.residuals.push((it, res));
             self.energy_kept(&values, it, res)?;
-            if res < self.best.1 {
-                self.best = (it, res);
-            } else if self.stall_stop && self.stalled_since(it) {
-                if !self.opts.allow_unconverged {
-                    return Err(self.unconverged(it));
-                }
-                self.stalled = true;
-                return Ok(true);
-            }
             return Ok(false);
         }
         // Converged at the check: the first kept norm below tau (the kernels stop at it, so
@@ -420,6 +397,9 @@ impl<'a, T: Real> Frame<'a, T> {
     /// breakdown (`breakdown` says what that means for this solver), 1e10 times the first is
     /// divergence; each an error naming the iterations, with `res` in the report.
     pub fn judge(&mut self, it: usize, res: f64, breakdown: &str) -> Result<()> {
+        if res < self.best.1 {
+            self.best = (it, res);
+        }
         let since = self.report.residuals.last().map_or(0, |l| l.0);
         let solver = self.solver;
         if !res.is_finite() {
@@ -469,11 +449,6 @@ impl<'a, T: Real> Frame<'a, T> {
         self.residual(a, r, q)?;
         let true_residual = self.relative(r).await?;
         self.report.true_residual = true_residual;
-        if self.stalled {
-            // Stopped at a stall under allow_unconverged: the iterate of that check.
-            self.report.converged = false;
-            return Ok(self.report);
-        }
         // Rounding alone leaves the true residual of a correct solve about cond(A) eps above
         // the updated one: far means above 1000 rtol and above what that allows for the
         // systems solved in practice (cond(A) up to about 1e6 in f32, 1e10 in f64).
@@ -517,25 +492,25 @@ impl<'a, T: Real> Frame<'a, T> {
         q: &Dat<T>,
     ) -> Result<SolveReport> {
         if !self.opts.allow_unconverged {
-            return Err(self.unconverged(self.opts.max_iterations));
+            return Err(self.limit_error());
         }
         self.residual(a, r, q)?;
         self.report.true_residual = self.relative(r).await?;
         Ok(self.report)
     }
 
-    /// The error for not converging by iteration `it`: the limit, or a stall.
-    fn unconverged(&self, it: usize) -> Error {
+    /// The error for reaching the iteration limit.
+    fn limit_error(&self) -> Error {
+        let it = self.opts.max_iterations;
         let res = self.report.residuals.last().map_or(f64::NAN, |l| l.1);
         let eps = Self::small().powi(2);
         let (k, best) = self.best;
-        let early = it < self.opts.max_iterations;
-        let stalled = early || self.stalled_since(it);
-        let advice = if stalled {
+        let advice = if self.stalled_since(it) {
             format!(
                 "it has not fallen below {best:.3e} (at iteration {k}) since: rtol may be \
                  below the accuracy this system reaches in {} (a solve's true residual stops \
-                 near cond(A) times its epsilon, {eps:.1e}); loosen rtol",
+                 near cond(A) times its epsilon, {eps:.1e}): loosen rtol, or, if the residual \
+                 is on a plateau on its way down, raise max_iterations",
                 T::DTYPE
             )
         } else {
@@ -548,18 +523,14 @@ impl<'a, T: Real> Frame<'a, T> {
                 }
             )
         };
-        let stop = if early {
-            format!("stopped at iteration {it}, its residual stalled")
-        } else {
-            format!("did not converge in {it} iterations")
-        };
         Error::Solver {
             solver: self.solver,
             failure: SolverFailure::NotConverged,
             iterations: it,
             residual: res,
             message: format!(
-                "{} {stop}: the relative residual is {res:.3e}, above rtol {:e}; {advice}",
+                "{} did not converge in {it} iterations: the relative residual is {res:.3e}, \
+                 above rtol {:e}; {advice}",
                 self.solver, self.opts.rtol,
             ),
         }

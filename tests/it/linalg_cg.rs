@@ -179,35 +179,20 @@ fn pipelined_cg_in_f64_equals_a_plain_rust_cg() {
     );
     assert!(piped.iterations <= standard.iterations + 5, "{what}");
     // Below the accuracy the system allows (its true residual stops near 2e-12), the
-    // replaced residual stops there too: the solve ends once it has not fallen for 100
-    // iterations, and says why, rather than running to the limit.
+    // replaced residual stops there too: the limit says that rtol may be the cause.
     let u = ctx.dat_zeros::<f64>("u", &vertices, 1).unwrap();
     let opts = SolveOptions {
         rtol: 1e-14,
+        max_iterations: 1000,
         pipelined: true,
         ..SolveOptions::default()
     };
-    let e = cg(&ctx, &a, &b, &u, None, &opts).err().expect("a stall");
-    match &e {
-        parloop::Error::Solver { iterations, .. } => assert!(*iterations < 1000, "{e}"),
-        _ => panic!("{e:?}"),
-    }
+    let e = cg(&ctx, &a, &b, &u, None, &opts).err().expect("the limit");
     let e = e.to_string();
     assert!(
-        e.contains("its residual stalled")
+        e.contains("did not converge in 1000 iterations")
             && e.contains("rtol may be below the accuracy this system reaches in f64"),
         "{e}"
-    );
-    // Under allow_unconverged, the report of that iterate, not converged.
-    let u = ctx.dat_zeros::<f64>("u", &vertices, 1).unwrap();
-    let opts = SolveOptions {
-        allow_unconverged: true,
-        ..opts
-    };
-    let report = cg(&ctx, &a, &b, &u, None, &opts).unwrap();
-    assert!(
-        !report.converged && report.iterations < 1000 && report.true_residual < 1e-10,
-        "{report:?}"
     );
     // A warm start (residual 1e-9) converging at its usual rate, stopped by a low limit:
     // the advice is the limit's, not a stall's.
