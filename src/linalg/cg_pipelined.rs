@@ -16,8 +16,8 @@
 //!
 //! Residual replacement: the updated r drifts from b - A x as rounding errors propagate
 //! through the recurrences of s, q and z. At a check where the updated residual fell
-//! [`DROP`]-fold since the last replacement, r, u and w are computed afresh from x, and s, q
-//! and z from p (as PETSc's `KSPPIPECGRR` does where its error estimate asks; here the rule
+//! [`DROP`]-fold since the first check after the last replacement (or the start), r, u and w
+//! are computed afresh from x, and s, q and z from p (as PETSc's `KSPPIPECGRR` does where its error estimate asks; here the rule
 //! is Sleijpen and van der Vorst's reliable updating, decided by the host at a check, so no
 //! estimate is carried per iteration). p, the step lengths and beta's history are kept: the
 //! recurrence goes on, it does not restart.
@@ -114,8 +114,9 @@ fn pl_cgp_put_self_{t}_{d}(s: ptr<function, array<{t}, {d}>>, z: ptr<function, a
     )
 }
 
-/// The fall of the updated residual since the last replacement (or the start) at which a
-/// check replaces it with the true one (Sleijpen and van der Vorst's reliable updating).
+/// The fall of the updated residual, since the first check after the last replacement (or
+/// the start), at which a check replaces it with the true one (Sleijpen and van der Vorst's
+/// reliable updating).
 const DROP: f64 = 1e-2;
 
 /// [`super::cg`] under `pipelined`.

@@ -1,8 +1,8 @@
-//! The frame of a Krylov solve, which every solver shares (its checks, ||b|| on the host, the residual read every `check_every` iterations and
-//! the exact iteration of convergence found among the kept norms, the errors, the true
-//! residual at the end). The solvers themselves ([`super::cg`],
-//! [`super::bicgstab`]) record only par_loops and dot products: no host round trip inside an
-//! iteration.
+//! The frame of a Krylov solve, which every solver shares: its checks, ||b|| on the host, the
+//! residual read every `check_every` iterations and the exact iteration of convergence found
+//! among the kept norms, the errors, the true residual at the end. The solvers themselves
+//! ([`super::cg`], [`super::bicgstab`]) record only par_loops and dot products: no host round
+//! trip inside an iteration.
 
 use super::options::{Operator, SolveOptions, SolveReport};
 use super::precond::Preconditioner;
