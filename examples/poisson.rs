@@ -474,10 +474,11 @@ fn run<T: Real>(
         return Ok(());
     }
     let last = s.report.residuals.last().map_or(0.0, |r| r.1);
-    let replaced = match s.report.replacements {
-        0 => String::new(),
-        1 => ", 1 residual replacement".to_string(),
-        n => format!(", {n} residual replacements"),
+    let replaced = match (s.report.replacements, s.report.restarts) {
+        (0, _) => String::new(),
+        (1, 0) => ", 1 residual replacement".to_string(),
+        (n, 0) => format!(", {n} residual replacements"),
+        (n, k) => format!(", {n} residual replacements, {k} with a restart"),
     };
     println!(
         "CG: {} iterations to a relative residual of {last:.2e} (true residual {:.2e}{replaced}) \

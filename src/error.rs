@@ -131,7 +131,8 @@ pub enum Error {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SolverFailure {
-    /// The iteration limit came with the residual above the tolerance.
+    /// The iteration limit came with the residual above the tolerance (or, for pipelined CG,
+    /// the true residual stopped falling above it).
     NotConverged,
     /// A division by zero or a value that is not finite (A singular, or not what the solver
     /// needs: CG needs a symmetric positive definite A).

@@ -17,10 +17,14 @@
 //! Residual replacement: the updated r drifts from b - A x as rounding errors propagate
 //! through the recurrences of s, q and z. At a check where the updated residual fell
 //! [`DROP`]-fold since the first check after the last replacement (or the start), r, u and w
-//! are computed afresh from x, and s, q and z from p (as PETSc's `KSPPIPECGRR` does where its error estimate asks; here the rule
-//! is Sleijpen and van der Vorst's reliable updating, decided by the host at a check, so no
-//! estimate is carried per iteration). p, the step lengths and beta's history are kept: the
-//! recurrence goes on, it does not restart.
+//! are computed afresh from x, and s, q and z from p (as PETSc's `KSPPIPECGRR` does where
+//! its error estimate asks; here the rule is Sleijpen and van der Vorst's reliable
+//! updating, decided by the host at a check, so no estimate is carried per iteration).
+//! p, the step lengths and beta's history are kept: the
+//! recurrence goes on, unless the updated r was farther than [`DRIFT`] times its norm from
+//! b - A x (rounding errors the residual's size, at the true residual's floor): then it
+//! restarts from x. [`STALLED`] restarts in a row that do not halve the smallest replaced
+//! residual stop the solve: its true residual has stopped falling above rtol.
 
 use super::cg_single::{BREAKDOWN, constants, products};
 use super::options::{Operator, SolveOptions, SolveReport};
@@ -82,7 +86,17 @@ fn pl_cgp_update_self_{t}_{d}(dots: ptr<function, array<{t}, 3>>, n: ptr<functio
         (*w)[i] -= a * (*aux)[i];
     }}
 }}
-// Residual replacement: p out of the auxiliary Dat, and s = A p, q = M s, z = A q back in.
+// Residual replacement: r = b - q (q = A x), and the squared norm of what that changed.
+fn pl_cgp_replace_{t}_{d}(b: ptr<function, array<{t}, {d}>>, q: ptr<function, array<{t}, {d}>>,
+                      r: ptr<function, array<{t}, {d}>>, drift: ptr<function, array<{t}, 1>>) {{
+    for (var i = 0u; i < {d}u; i++) {{
+        let v = (*b)[i] - (*q)[i];
+        let e = v - (*r)[i];
+        (*drift)[0] += e * e;
+        (*r)[i] = v;
+    }}
+}}
+// and p out of the auxiliary Dat, and s = A p, q = M s, z = A q back in.
 fn pl_cgp_take_p_{t}_{d}(aux: ptr<function, array<{t}, {e4}>>, p: ptr<function, array<{t}, {d}>>) {{
     for (var i = 0u; i < {d}u; i++) {{ (*p)[i] = (*aux)[{d3}u + i]; }}
 }}
@@ -118,6 +132,15 @@ fn pl_cgp_put_self_{t}_{d}(s: ptr<function, array<{t}, {d}>>, z: ptr<function, a
 /// the start), at which a check replaces it with the true one (Sleijpen and van der Vorst's
 /// reliable updating).
 const DROP: f64 = 1e-2;
+
+/// How far the updated residual may be from b - A x, relative to its own norm, for the
+/// recurrence to go on with p after a replacement; farther, it restarts. (The drift grows
+/// about as fast as the residual falls: on a Poisson problem it was below 1e-2 at every
+/// replacement until the one at the true residual's floor, where it was 0.5 to 1.2.)
+const DRIFT: f64 = 0.1;
+
+/// Restarts in a row without progress that stop the solve below its attainable accuracy.
+const STALLED: usize = 2;
 
 /// [`super::cg`] under `pipelined`.
 pub(super) async fn cg_pipelined<T: Real>(
@@ -170,11 +193,18 @@ pub(super) async fn cg_pipelined<T: Real>(
     // The residual of the first check after the last replacement (or the start): None
     // right after a replacement, until that check.
     let mut base = Some(f.report.residuals[0].1);
+    // Set by a replacement that restarts the recurrence, for the next iteration.
+    let mut restart = false;
+    let mut floor = Floor {
+        least: f.report.residuals[0].1,
+        misses: 0,
+        found: Vec::new(),
+    };
     for it in 1..=opts.max_iterations {
         // Neither reads the reduction in flight.
         precondition(&w, m)?;
         a.apply(ctx, m, &n)?;
-        constants(ctx, tau, it == 1)?;
+        constants(ctx, tau, it == 1 || std::mem::take(&mut restart))?;
         if pc.is_some() {
             let args = [
                 current.read(),
@@ -228,13 +258,90 @@ pub(super) async fn cg_pipelined<T: Real>(
             a.apply(ctx, &w, &n)?;
             ctx.par_loop(&k(put), set, &[w.read(), n.read(), aux.rw()])?;
         }
-        f.residual(a, &r, &w)?;
+        // r = b - A x, and how far the updated r was from it.
+        a.apply(ctx, x, &w)?;
+        let drift = ctx.global::<T>("cg ||b - A x - r||^2", &[T::default()])?;
+        ctx.par_loop(
+            &k("replace"),
+            set,
+            &[b.read(), w.read(), r.rw(), drift.inc()],
+        )?;
         precondition(&r, u)?;
         a.apply(ctx, u, &w)?;
         current = products(ctx, &r, u, &w)?;
         f.kept_again(it, current.clone(), 2);
         f.report.replacements += 1;
         base = None;
+        // The replaced residual and the drift, read at once (replacements are few). Where
+        // the updated residual was farther than DRIFT times its norm from b - A x, rounding
+        // errors have grown to the residual's size: p, built from residuals that were not
+        // b - A x, is dropped (the next iteration starts the recurrence again from x, as the
+        // first did). STALLED such restarts in a row that do not halve the smallest replaced
+        // residual: the true residual has stopped falling.
+        let replaced = current.value_async().await?[2].to_f64().sqrt() / f.b_norm();
+        let drift = drift.value_async().await?[0].to_f64().sqrt() / f.b_norm();
+        let progress = replaced < 0.5 * floor.least;
+        floor.least = floor.least.min(replaced);
+        floor.found.push((it, replaced));
+        if drift <= DRIFT * res {
+            floor.misses = 0;
+            continue;
+        }
+        restart = true;
+        f.report.restarts += 1;
+        floor.misses = if progress { 0 } else { floor.misses + 1 };
+        if floor.misses == STALLED {
+            let error = floor.error(it, opts.rtol);
+            return f.give_up(a, &r, &n, error).await;
+        }
     }
     f.limit(a, &r, &n).await
+}
+
+/// The replaced residuals of a solve, to tell where its true residual stopped falling.
+struct Floor {
+    /// The smallest replaced residual (or the first residual).
+    least: f64,
+    /// Restarts in a row that did not halve `least`.
+    misses: usize,
+    /// (iteration, replaced residual) of each replacement.
+    found: Vec<(usize, f64)>,
+}
+
+impl Floor {
+    /// The error of a solve stopped after iteration `it` below its true residual's floor.
+    fn error(&self, it: usize, rtol: f64) -> crate::Error {
+        let found = self.found[self.found.len().saturating_sub(STALLED + 1)..]
+            .iter()
+            .map(|(k, res)| format!("{res:.3e} at iteration {k}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let least = self.least;
+        // Far above what rounding explains (as `finish` judges a true residual), the
+        // operator or the preconditioner changed under the solve.
+        let cause = if least > 1e-6 {
+            "the operator is not the same linear map at every application (a closure that \
+             changes, or reads data the solve writes), or the preconditioner is not a fixed \
+             linear map; set allow_unconverged to take the iterate"
+                .to_string()
+        } else {
+            format!(
+                "rtol is below the accuracy this system reaches in f64 (near cond(A) times its \
+                 epsilon, {:.1e}): loosen rtol to above {least:.1e}, or set allow_unconverged \
+                 to take the iterate",
+                f64::EPSILON
+            )
+        };
+        crate::Error::Solver {
+            solver: "cg",
+            failure: crate::error::SolverFailure::NotConverged,
+            iterations: it,
+            residual: least,
+            message: format!(
+                "cg (pipelined) stopped after iteration {it}: its true residual has stopped \
+                 falling near {least:.3e}, above rtol {rtol:e} (the residual replacements \
+                 found {found}, each after the updated residual had fallen 100-fold); {cause}"
+            ),
+        }
+    }
 }

@@ -76,11 +76,18 @@ pub struct SolveOptions {
     /// more with a preconditioner that gains two orders in a few iterations (AMG: one
     /// replacement in 30 iterations). It then reaches the standard recurrence's accuracy in
     /// its iterations, to rtol 1e-12 on that problem.
-    /// Below the accuracy the system reaches (rtol 1e-13 there), the replaced residual stops
-    /// at the true one's floor and the solve runs to the iteration limit, whose error says
-    /// that rtol may be the cause, where the standard recurrence's updated residual goes on
-    /// falling below the true one and reports `converged` within rtol's allowance. Its checks do not overlap the iterations after them
-    /// (`overlap_checks` does not apply): a replacement is decided at the check it follows.
+    ///
+    /// Near the accuracy the system reaches (the true residual's floor, near cond(A) times
+    /// epsilon), a replacement finds the updated residual farther from b - A x than a tenth
+    /// of its own norm: the recurrence then restarts from x (`SolveReport::restarts` counts
+    /// those), and its updated residual goes on falling below the true one to rtol, as the
+    /// standard recurrence's does, and reports `converged` within rtol's allowance (rtol
+    /// 1e-13 and 1e-15 there). Where two restarts in a row find the true residual not halved,
+    /// it has stopped falling: the solve stops there with an error (`NotConverged`) that
+    /// names that floor (under `allow_unconverged`, the report), long before the iteration
+    /// limit. The standard recurrence reports `converged` at any rtol, within the allowance.
+    /// Its checks do not overlap the iterations after them (`overlap_checks` does not
+    /// apply): a replacement is decided at the check it follows.
     /// f64 only: in f32 those recurrences lose the residual altogether, replaced or not. Not
     /// with `single_reduction`.
     pub pipelined: bool,
@@ -132,7 +139,9 @@ pub struct SolveReport {
     pub residuals: Vec<(usize, f64)>,
     /// ||b - A x|| / ||b|| at the end, computed afresh.
     pub true_residual: f64,
-    /// Times the recurrence restarted (BiCGStab, when r^ became orthogonal to r).
+    /// Times the recurrence restarted: BiCGStab, when r^ became orthogonal to r; pipelined CG,
+    /// at a residual replacement that found the updated residual more than a tenth of its
+    /// norm from b - A x.
     pub restarts: usize,
     /// Times the updated residual was replaced by the true one, b - A x (pipelined CG, at
     /// the checks where the residual fell 100-fold since the check after the last one).

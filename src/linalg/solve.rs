@@ -485,14 +485,22 @@ impl<'a, T: Real> Frame<'a, T> {
 
     /// At the iteration limit: the report marked not converged (with its true residual)
     /// under `allow_unconverged`, else the error.
-    pub async fn limit(
+    pub async fn limit(self, a: &dyn Operator<T>, r: &Dat<T>, q: &Dat<T>) -> Result<SolveReport> {
+        let error = self.limit_error();
+        self.give_up(a, r, q, error).await
+    }
+
+    /// Stopping short of rtol: the report marked not converged (with its true residual)
+    /// under `allow_unconverged`, else `error`.
+    pub async fn give_up(
         mut self,
         a: &dyn Operator<T>,
         r: &Dat<T>,
         q: &Dat<T>,
+        error: Error,
     ) -> Result<SolveReport> {
         if !self.opts.allow_unconverged {
-            return Err(self.limit_error());
+            return Err(error);
         }
         self.residual(a, r, q)?;
         self.report.true_residual = self.relative(r).await?;

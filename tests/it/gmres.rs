@@ -1,7 +1,8 @@
 //! Restarted GMRES against Gaussian elimination in plain Rust (f64) on the nonsymmetric
 //! convection-diffusion system, with and without Jacobi and with short and long restarts; on a
 //! permutation BiCGStab breaks down on; its exact iteration independent of `check_every`; a
-//! singular matrix as a breakdown and a bad restart as a usage error.
+//! singular matrix as a breakdown and a bad restart as a usage error; the limit below the
+//! accuracy f32 reaches.
 
 use crate::common::ctx;
 use crate::krylov::{max_diff, problem, solve_dense};
@@ -151,4 +152,34 @@ fn the_gmres_iteration_does_not_depend_on_check_every() {
         assert!(within.clone().all(|w| w[1].1 <= w[0].1), "{each:?}");
         assert!(within.count() >= 8, "{each:?}");
     }
+}
+
+/// GMRES(8) in f32 asked for rtol 1e-9 on convection-diffusion: its residual stops falling
+/// near 1e-8 (the true residual near 1e-6), and the iteration limit's error says that rtol
+/// may be below the accuracy the system reaches, not only to raise the limit.
+#[test]
+fn a_limit_below_the_attainable_accuracy_says_so() {
+    let ctx = ctx();
+    let p = problem(&ctx, 12);
+    let opts = SolveOptions {
+        rtol: 1e-9,
+        max_iterations: 2000,
+        restart: 8,
+        ..SolveOptions::default()
+    };
+    let x = ctx.dat_zeros::<f32>("x", &p.vertices, 1).unwrap();
+    let e = gmres(&ctx, &p.a, &p.b, &x, None, &opts).unwrap_err();
+    assert!(matches!(
+        e,
+        Error::Solver {
+            failure: SolverFailure::NotConverged,
+            iterations: 2000,
+            ..
+        }
+    ));
+    let e = e.to_string();
+    assert!(
+        e.contains("rtol may be below the accuracy this system reaches in f32"),
+        "{e}"
+    );
 }

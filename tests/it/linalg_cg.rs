@@ -6,7 +6,7 @@
 use crate::common::ctx;
 use parloop::linalg::{Mat, SolveOptions, Sparsity, cg};
 use parloop::mesh::unit_square;
-use parloop::{Context, Dat, Kernel, Map, Real, Set};
+use parloop::{Context, Dat, Error, Kernel, Map, Real, Set, SolverFailure};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -178,21 +178,55 @@ fn pipelined_cg_in_f64_equals_a_plain_rust_cg() {
         "{what}"
     );
     assert!(piped.iterations <= standard.iterations + 5, "{what}");
-    // Below the accuracy the system allows (its true residual stops near 2e-12), the
-    // replaced residual stops there too: the limit says that rtol may be the cause.
-    let u = ctx.dat_zeros::<f64>("u", &vertices, 1).unwrap();
-    let opts = SolveOptions {
-        rtol: 1e-14,
-        max_iterations: 1000,
-        pipelined: true,
-        ..SolveOptions::default()
+    // Below the accuracy the system reaches (its true residual stops near 2e-12), a
+    // replacement finds the updated residual about its own size away from b - A x, and the
+    // recurrence restarts from x: the updated residual goes on falling to rtol, as the
+    // standard recurrence's does.
+    let below = |pipelined, rtol, allow_unconverged| {
+        let u = ctx.dat_zeros::<f64>("u", &vertices, 1).unwrap();
+        let opts = SolveOptions {
+            rtol,
+            pipelined,
+            allow_unconverged,
+            ..SolveOptions::default()
+        };
+        cg(&ctx, &a, &b, &u, None, &opts)
     };
-    let e = cg(&ctx, &a, &b, &u, None, &opts).err().expect("the limit");
+    let standard = below(false, 1e-14, false).unwrap();
+    let piped = below(true, 1e-14, false).unwrap();
+    let what = format!("standard {standard:?}\npipelined {piped:?}");
+    assert!(piped.restarts >= 1 && piped.converged, "{what}");
+    assert!(
+        piped.true_residual <= 2.0 * standard.true_residual,
+        "{what}"
+    );
+    assert!(piped.iterations <= standard.iterations * 3 / 2, "{what}");
+    // Far below it, restarts that do not halve the true residual stop the solve, long
+    // before the limit, with the floor it found; under allow_unconverged x is kept.
+    let e = below(true, 1e-20, false)
+        .err()
+        .expect("a stop at the floor");
+    let Error::Solver {
+        failure: SolverFailure::NotConverged,
+        iterations,
+        residual,
+        ..
+    } = e
+    else {
+        panic!("{e}");
+    };
     let e = e.to_string();
     assert!(
-        e.contains("did not converge in 1000 iterations")
-            && e.contains("rtol may be below the accuracy this system reaches in f64"),
+        e.contains("its true residual has stopped falling near")
+            && e.contains("rtol is below the accuracy this system reaches in f64"),
         "{e}"
+    );
+    assert!(iterations <= 5 * standard.iterations, "{e}\n{what}");
+    assert!(residual < 1e-10, "{e}");
+    let kept = below(true, 1e-20, true).unwrap();
+    assert!(
+        !kept.converged && kept.iterations <= 5 * standard.iterations && kept.true_residual < 1e-10,
+        "{kept:?}"
     );
     // A warm start (residual 1e-9) converging at its usual rate, stopped by a low limit:
     // the advice is the limit's, not a stall's.
