@@ -478,6 +478,7 @@ fn run<T: Real>(
         (0, _) => String::new(),
         (1, 0) => ", 1 residual replacement".to_string(),
         (n, 0) => format!(", {n} residual replacements"),
+        (1, _) => ", 1 residual replacement, with a restart".to_string(),
         (n, k) => format!(", {n} residual replacements, {k} with a restart"),
     };
     println!(

@@ -140,7 +140,8 @@ pub enum SolverFailure {
     /// The residual grew 1e10-fold.
     Diverged,
     /// The updated residual met the tolerance but the true residual b - A x, computed at the
-    /// end, is far above it.
+    /// end, is far above it (or, for pipelined CG, a residual replacement found it far above
+    /// what rounding explains, and not falling).
     Inaccurate,
 }
 

@@ -82,10 +82,14 @@ pub struct SolveOptions {
     /// of its own norm: the recurrence then restarts from x (`SolveReport::restarts` counts
     /// those), and its updated residual goes on falling below the true one to rtol, as the
     /// standard recurrence's does, and reports `converged` within rtol's allowance (rtol
-    /// 1e-13 and 1e-15 there). Where two restarts in a row find the true residual not halved,
-    /// it has stopped falling: the solve stops there with an error (`NotConverged`) that
-    /// names that floor (under `allow_unconverged`, the report), long before the iteration
-    /// limit. The standard recurrence reports `converged` at any rtol, within the allowance.
+    /// 1e-13 there; 1e-15 with `check_every` 10 but not 1: how far the updated residual
+    /// falls between two replacements decides it). Where two restarts in a row find the true
+    /// residual not halved, it is no longer falling (a new solve from that x may creep a
+    /// little lower): the solve stops there with an error (`NotConverged`) that names that
+    /// floor (under `allow_unconverged`, the report), long before the iteration limit. One
+    /// such restart at a true residual above what rounding explains (1000 rtol and 1e-6) is
+    /// an `Inaccurate` error: the operator or the preconditioner changed under the solve. The
+    /// standard recurrence reports `converged` at any rtol, within the allowance.
     /// Its checks do not overlap the iterations after them (`overlap_checks` does not
     /// apply): a replacement is decided at the check it follows.
     /// f64 only: in f32 those recurrences lose the residual altogether, replaced or not. Not

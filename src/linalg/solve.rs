@@ -31,9 +31,24 @@ pub(super) struct Frame<'a, T: Real> {
     pending: Option<Vec<(usize, Rc<Global<T>>, usize)>>,
     /// CG: which value of a checked Global is (r, M r) ([`Frame::energy_at`]).
     energy: Option<usize>,
-    /// The smallest residual judged so far, and its iteration (for the limit's advice).
+    /// The last residual judged below half the one before it that was (the first
+    /// included), and its iteration: where the residual last made progress, not noise (for
+    /// the limit's advice).
     best: (usize, f64),
     pub report: SolveReport,
+}
+
+/// What a true residual far above the updated one says about the system.
+pub(super) fn not_fixed(t: DType) -> String {
+    format!(
+        "the operator is not the same linear map at every application (a closure that \
+         changes, or reads data the solve writes), or the preconditioner is not a fixed linear \
+         map{}",
+        match t {
+            DType::F32 => ", or f32 loses that much to rounding (solve in f64)",
+            _ => ", or A is too ill-conditioned for f64 (cond(A) above about 1e10)",
+        }
+    )
 }
 
 /// r = b - q, the kernel of the residual, for `d` components per element.
@@ -267,9 +282,9 @@ impl<'a, T: Real> Frame<'a, T> {
         self.kept.push((it, rr, at));
     }
 
-    /// Whether the smallest residual, below the square root of epsilon, is from iteration
-    /// `it` / 2 or before and at least 100 iterations (or 10 checks) before `it`: a stall,
-    /// or a long plateau on the way (CG's residual is not monotone).
+    /// Whether the last halving of the residual, to below the square root of epsilon, was at
+    /// iteration `it` / 2 or before and at least 100 iterations (or 10 checks) before `it`: a
+    /// stall, or a long plateau on the way (CG's residual is not monotone).
     fn stalled_since(&self, it: usize) -> bool {
         let (k, best) = self.best;
         best < Self::small()
@@ -397,7 +412,7 @@ impl<'a, T: Real> Frame<'a, T> {
     /// breakdown (`breakdown` says what that means for this solver), 1e10 times the first is
     /// divergence; each an error naming the iterations, with `res` in the report.
     pub fn judge(&mut self, it: usize, res: f64, breakdown: &str) -> Result<()> {
-        if res < self.best.1 {
+        if res < 0.5 * self.best.1 {
             self.best = (it, res);
         }
         let since = self.report.residuals.last().map_or(0, |l| l.0);
@@ -450,13 +465,8 @@ impl<'a, T: Real> Frame<'a, T> {
         let true_residual = self.relative(r).await?;
         self.report.true_residual = true_residual;
         // Rounding alone leaves the true residual of a correct solve about cond(A) eps above
-        // the updated one: far means above 1000 rtol and above what that allows for the
-        // systems solved in practice (cond(A) up to about 1e6 in f32, 1e10 in f64).
-        let floor = match T::DTYPE {
-            DType::F32 => 0.1,
-            _ => 1e-6,
-        };
-        let far = (1e3 * self.opts.rtol).max(floor);
+        // the updated one, below rtol.
+        let far = self.far(0.0);
         self.report.converged = true_residual <= far;
         if self.report.converged || self.opts.allow_unconverged {
             return Ok(self.report);
@@ -469,42 +479,46 @@ impl<'a, T: Real> Frame<'a, T> {
             residual: true_residual,
             message: format!(
                 "{solver} met rtol {:e} at iteration {it}, but the true residual ||b - A x|| / \
-                 ||b|| is {true_residual:e}, more than {far:e}: the operator is not the same \
-                 linear map at every application (a closure that changes, or reads data the \
-                 solve writes), or the preconditioner is not a fixed linear map{}; set \
-                 allow_unconverged to take the iterate",
+                 ||b|| is {true_residual:e}, more than {far:e}: {}; set allow_unconverged to \
+                 take the iterate",
                 self.opts.rtol,
-                if T::DTYPE == DType::F32 {
-                    ", or f32 loses that much to rounding (solve in f64)"
-                } else {
-                    ""
-                }
+                not_fixed(T::DTYPE),
             ),
         })
     }
 
     /// At the iteration limit: the report marked not converged (with its true residual)
     /// under `allow_unconverged`, else the error.
-    pub async fn limit(self, a: &dyn Operator<T>, r: &Dat<T>, q: &Dat<T>) -> Result<SolveReport> {
-        let error = self.limit_error();
-        self.give_up(a, r, q, error).await
-    }
-
-    /// Stopping short of rtol: the report marked not converged (with its true residual)
-    /// under `allow_unconverged`, else `error`.
-    pub async fn give_up(
+    pub async fn limit(
         mut self,
         a: &dyn Operator<T>,
         r: &Dat<T>,
         q: &Dat<T>,
-        error: Error,
     ) -> Result<SolveReport> {
-        if !self.opts.allow_unconverged {
-            return Err(error);
-        }
         self.residual(a, r, q)?;
         self.report.true_residual = self.relative(r).await?;
-        Ok(self.report)
+        let error = self.limit_error();
+        self.give_up(error)
+    }
+
+    /// Stopping short of rtol, `report.true_residual` computed: the report marked not
+    /// converged under `allow_unconverged`, else `error`.
+    pub fn give_up(self, error: Error) -> Result<SolveReport> {
+        if self.opts.allow_unconverged {
+            return Ok(self.report);
+        }
+        Err(error)
+    }
+
+    /// Above what a true residual may be, from an updated one `res` (or rtol, if above):
+    /// 1000 times that and 0.1 (f32) or 1e-6 (f64). Farther is more than rounding explains
+    /// for the systems solved in practice (cond(A) up to about 1e6 in f32, 1e10 in f64).
+    pub fn far(&self, res: f64) -> f64 {
+        let floor = match T::DTYPE {
+            DType::F32 => 0.1,
+            _ => 1e-6,
+        };
+        (1e3 * res.max(self.opts.rtol)).max(floor)
     }
 
     /// The error for reaching the iteration limit.
@@ -513,9 +527,18 @@ impl<'a, T: Real> Frame<'a, T> {
         let res = self.report.residuals.last().map_or(f64::NAN, |l| l.1);
         let eps = Self::small().powi(2);
         let (k, best) = self.best;
-        let advice = if self.stalled_since(it) {
+        let true_residual = self.report.true_residual;
+        // At the limit the true residual is near the updated one, or at the floor rounding
+        // allows (far(0)); farther, the operator changed.
+        let advice = if true_residual > (10.0 * res).max(self.far(0.0)) {
             format!(
-                "it has not fallen below {best:.3e} (at iteration {k}) since: rtol may be \
+                "its true residual ||b - A x|| / ||b|| is {true_residual:.3e}, far above it: {}; \
+                 set allow_unconverged to take the iterate",
+                not_fixed(T::DTYPE)
+            )
+        } else if self.stalled_since(it) {
+            format!(
+                "it has not halved since iteration {k} ({best:.3e}): rtol may be \
                  below the accuracy this system reaches in {} (a solve's true residual stops \
                  near cond(A) times its epsilon, {eps:.1e}): loosen rtol, or, if the residual \
                  is on a plateau on its way down, raise max_iterations",
@@ -537,8 +560,8 @@ impl<'a, T: Real> Frame<'a, T> {
             iterations: it,
             residual: res,
             message: format!(
-                "{} did not converge in {it} iterations: the relative residual is {res:.3e}, \
-                 above rtol {:e}; {advice}",
+                "{} did not converge in {it} iterations: the relative residual is {res:.3e} \
+                 (the true residual {true_residual:.3e}), above rtol {:e}; {advice}",
                 self.solver, self.opts.rtol,
             ),
         }

@@ -1,7 +1,7 @@
 //! CG against a plain-Rust CG in f64 on the P1 Laplacian of the unit square: the standard
 //! recurrences and one reduction per iteration in f32, with and without Jacobi, each with its
-//! checks waited for and overlapped; pipelined CG in f64 beside the standard recurrence, and
-//! refused in f32.
+//! checks waited for and overlapped; pipelined CG in f64 beside the standard recurrence, below
+//! the attainable accuracy, with an operator that changes, and refused in f32.
 
 use crate::common::ctx;
 use parloop::linalg::{Mat, SolveOptions, Sparsity, cg};
@@ -217,7 +217,7 @@ fn pipelined_cg_in_f64_equals_a_plain_rust_cg() {
     };
     let e = e.to_string();
     assert!(
-        e.contains("its true residual has stopped falling near")
+        e.contains("its true residual is no longer falling, near")
             && e.contains("rtol is below the accuracy this system reaches in f64"),
         "{e}"
     );
@@ -259,6 +259,51 @@ fn pipelined_cg_in_f64_equals_a_plain_rust_cg() {
     assert!(
         e.to_string().contains("did not converge in 5 iterations"),
         "{e}"
+    );
+}
+
+/// An operator that changes under the solve (A x scaled by 1 + amp ((k mod 7) - 3) at its
+/// k-th application): pipelined CG's replacement finds the true residual far from the updated
+/// one and says so, early or at the limit, instead of a stall to the limit with the advice
+/// to raise it.
+#[test]
+fn pipelined_cg_names_an_operator_that_changes() {
+    let ctx = ctx();
+    if !ctx.gpu().f64() {
+        return;
+    }
+    let (a, b, vertices, _, _) = laplacian::<f64>(&ctx, 32);
+    let solve = |amp: f64, max_iterations| {
+        let k = std::cell::Cell::new(0u32);
+        let op = |ctx: &Context, x: &Dat<f64>, y: &Dat<f64>| -> parloop::Result<()> {
+            a.mult(ctx, x, y)?;
+            k.set(k.get() + 1);
+            ctx.scale(y, 1.0 + amp * f64::from(k.get() % 7) - 3.0 * amp)
+        };
+        let u = ctx.dat_zeros::<f64>("u", &vertices, 1).unwrap();
+        let opts = SolveOptions {
+            rtol: 1e-10,
+            max_iterations,
+            pipelined: true,
+            ..SolveOptions::default()
+        };
+        cg(&ctx, &op, &b, &u, None, &opts).err().expect("an error")
+    };
+    // Small changes: a replacement restarts without progress far above rounding's reach.
+    let e = solve(1e-6, 10_000);
+    assert!(
+        matches!(e, Error::Solver { failure: SolverFailure::Inaccurate, iterations, .. } if iterations < 500),
+        "{e}"
+    );
+    assert!(e.to_string().contains("not the same linear map"), "{e}");
+    // Large ones: no replacement is reached; the limit's true residual tells.
+    let e = solve(1e-3, 300);
+    let m = e.to_string();
+    assert!(
+        m.contains("did not converge in 300 iterations")
+            && m.contains("far above it")
+            && m.contains("not the same linear map"),
+        "{m}"
     );
 }
 
