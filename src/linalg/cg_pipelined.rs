@@ -268,6 +268,7 @@ pub(super) async fn cg_pipelined<T: Real>(
             set,
             &[b.read(), w.read(), r.rw(), drift.inc()],
         )?;
+        drift.prefetch_async().await?;
         precondition(&r, u)?;
         a.apply(ctx, u, &w)?;
         current = products(ctx, &r, u, &w)?;
@@ -298,13 +299,33 @@ pub(super) async fn cg_pipelined<T: Real>(
         floor.misses = if progress { 0 } else { floor.misses + 1 };
         let far = f.far(0.0);
         if floor.misses > 0 && replaced > far {
-            return f.give_up(floor.changed(it, res, before, far));
+            let error = floor.changed(it, res, before, far, f.first());
+            return f.give_up(error);
         }
         if floor.misses == STALLED {
             return f.give_up(floor.error(it, opts.rtol));
         }
     }
-    f.limit(a, &r, &n).await
+    // Its recurrences can stagnate where the standard one converges: the limit says so.
+    f.limit(a, &r, &n).await.map_err(|e| match e {
+        crate::Error::Solver {
+            solver,
+            failure: SolverFailure::NotConverged,
+            iterations,
+            residual,
+            message,
+        } => crate::Error::Solver {
+            solver,
+            failure: SolverFailure::NotConverged,
+            iterations,
+            residual,
+            message: format!(
+                "{message} (pipelined CG's recurrences stagnate on some systems where the \
+                 standard recurrence converges: try it, or single_reduction)"
+            ),
+        },
+        e => e,
+    })
 }
 
 /// The replaced residuals of a solve, to tell where its true residual stopped falling.
@@ -346,7 +367,7 @@ impl Floor {
 
     /// The error of a replacement after iteration `it` that restarted without progress at a
     /// true residual above `far`, from an updated one `res`, the smallest before `before`.
-    fn changed(&self, it: usize, res: f64, before: f64, far: f64) -> crate::Error {
+    fn changed(&self, it: usize, res: f64, before: f64, far: f64, first: f64) -> crate::Error {
         let (_, replaced) = self.found[self.found.len() - 1];
         crate::Error::Solver {
             solver: "cg",
@@ -358,7 +379,7 @@ impl Floor {
                  to {res:.3e}, but the true residual ||b - A x|| / ||b|| is {replaced:.3e}, not \
                  below half of {before:.3e} (its smallest before) and above {far:.3e}, more \
                  than rounding explains: {}; set allow_unconverged to take the iterate",
-                not_fixed(crate::DType::F64)
+                not_fixed(crate::DType::F64, first)
             ),
         }
     }

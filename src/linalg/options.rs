@@ -75,7 +75,10 @@ pub struct SolveOptions {
     /// magnitude or so (`SolveReport::replacements` counts them): a few percent with Jacobi,
     /// more with a preconditioner that gains two orders in a few iterations (AMG: one
     /// replacement in 30 iterations). It then reaches the standard recurrence's accuracy in
-    /// its iterations, to rtol 1e-12 on that problem.
+    /// its iterations, to rtol 1e-12 on that problem. Not on every spectrum: on diagonal
+    /// systems with Strakoš's eigenvalue distribution (cond(A) 1e6 to 1e7) the recurrence
+    /// stagnates with its updated and true residuals agreeing, where the standard one
+    /// converges; its iteration limit's error then names the other recurrences.
     ///
     /// Near the accuracy the system reaches (the true residual's floor, near cond(A) times
     /// epsilon), a replacement finds the updated residual farther from b - A x than a tenth
@@ -129,14 +132,16 @@ impl Default for SolveOptions {
 pub struct SolveReport {
     /// Whether the updated residual fell below rtol with the true residual near it, within
     /// the allowance `SolveOptions::rtol` gives (false only under
-    /// `SolveOptions::allow_unconverged`: the limit was reached, or the true residual is far
-    /// above rtol).
+    /// `SolveOptions::allow_unconverged`: the limit was reached, the true residual is far
+    /// above rtol, or pipelined CG stopped at its true residual's floor or at an operator
+    /// that changed).
     pub converged: bool,
     /// The iteration whose updated residual first fell below rtol, exactly (x is that
     /// iterate: the iterations after it, until the check that saw it, change nothing, though
     /// they still run: up to `check_every - 1` of them, or `2 check_every - 1` with
     /// `SolveOptions::overlap_checks`, count in [`crate::Context::stats`]), or
-    /// `max_iterations`.
+    /// `max_iterations`, or the iteration where pipelined CG stopped (under
+    /// `SolveOptions::allow_unconverged`).
     pub iterations: usize,
     /// (iteration, ||r|| / ||b||) at each check of the updated residual, the first at
     /// iteration 0, the last at `iterations`.

@@ -35,18 +35,29 @@ pub(super) struct Frame<'a, T: Real> {
     /// included), and its iteration: where the residual last made progress, not noise (for
     /// the limit's advice).
     best: (usize, f64),
+    /// The smallest residual judged.
+    least: f64,
     pub report: SolveReport,
 }
 
-/// What a true residual far above the updated one says about the system.
-pub(super) fn not_fixed(t: DType) -> String {
+/// What a true residual far above the updated one says about the system, the first
+/// relative residual `first`.
+pub(super) fn not_fixed(t: DType, first: f64) -> String {
     format!(
         "the operator is not the same linear map at every application (a closure that \
          changes, or reads data the solve writes), or the preconditioner is not a fixed linear \
-         map{}",
+         map{}{}",
         match t {
             DType::F32 => ", or f32 loses that much to rounding (solve in f64)",
             _ => ", or A is too ill-conditioned for f64 (cond(A) above about 1e10)",
+        },
+        if first > 10.0 {
+            format!(
+                ", or the initial x is far from the solution (its residual is {first:.1e} times \
+                 ||b||, and rounding grows with it): solve again from the x it left, or from 0"
+            )
+        } else {
+            String::new()
         }
     )
 }
@@ -185,6 +196,7 @@ impl<'a, T: Real> Frame<'a, T> {
             pending: None,
             energy: None,
             best: (0, f64::INFINITY),
+            least: f64::INFINITY,
             report: SolveReport {
                 converged: false,
                 iterations: 0,
@@ -282,12 +294,12 @@ impl<'a, T: Real> Frame<'a, T> {
         self.kept.push((it, rr, at));
     }
 
-    /// Whether the last halving of the residual, to below the square root of epsilon, was at
-    /// iteration `it` / 2 or before and at least 100 iterations (or 10 checks) before `it`: a
-    /// stall, or a long plateau on the way (CG's residual is not monotone).
+    /// Whether the smallest residual is below the square root of epsilon and its last halving
+    /// at iteration `it` / 2 or before and at least 100 iterations (or 10 checks) before `it`:
+    /// a stall, or a long plateau on the way (CG's residual is not monotone).
     fn stalled_since(&self, it: usize) -> bool {
-        let (k, best) = self.best;
-        best < Self::small()
+        let k = self.best.0;
+        self.least < Self::small()
             && it.saturating_sub(k) >= k.max(100).max(self.opts.check_every.saturating_mul(10))
     }
 
@@ -412,6 +424,7 @@ impl<'a, T: Real> Frame<'a, T> {
     /// breakdown (`breakdown` says what that means for this solver), 1e10 times the first is
     /// divergence; each an error naming the iterations, with `res` in the report.
     pub fn judge(&mut self, it: usize, res: f64, breakdown: &str) -> Result<()> {
+        self.least = self.least.min(res);
         if res < 0.5 * self.best.1 {
             self.best = (it, res);
         }
@@ -482,7 +495,7 @@ impl<'a, T: Real> Frame<'a, T> {
                  ||b|| is {true_residual:e}, more than {far:e}: {}; set allow_unconverged to \
                  take the iterate",
                 self.opts.rtol,
-                not_fixed(T::DTYPE),
+                not_fixed(T::DTYPE, self.first),
             ),
         })
     }
@@ -511,14 +524,20 @@ impl<'a, T: Real> Frame<'a, T> {
     }
 
     /// Above what a true residual may be, from an updated one `res` (or rtol, if above):
-    /// 1000 times that and 0.1 (f32) or 1e-6 (f64). Farther is more than rounding explains
-    /// for the systems solved in practice (cond(A) up to about 1e6 in f32, 1e10 in f64).
+    /// 1000 times that, and 0.1 (f32) or 1e-6 (f64). Farther is more than rounding explains
+    /// for the systems solved in practice (cond(A) up to about 1e6 in f32, 1e10 in f64), from
+    /// an initial x not far from the solution (the errors' messages name that case).
     pub fn far(&self, res: f64) -> f64 {
         let floor = match T::DTYPE {
             DType::F32 => 0.1,
             _ => 1e-6,
         };
         (1e3 * res.max(self.opts.rtol)).max(floor)
+    }
+
+    /// The first relative residual, ||b - A x0|| / ||b||.
+    pub fn first(&self) -> f64 {
+        self.first
     }
 
     /// The error for reaching the iteration limit.
@@ -534,7 +553,7 @@ impl<'a, T: Real> Frame<'a, T> {
             format!(
                 "its true residual ||b - A x|| / ||b|| is {true_residual:.3e}, far above it: {}; \
                  set allow_unconverged to take the iterate",
-                not_fixed(T::DTYPE)
+                not_fixed(T::DTYPE, self.first)
             )
         } else if self.stalled_since(it) {
             format!(

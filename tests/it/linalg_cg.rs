@@ -265,14 +265,15 @@ fn pipelined_cg_in_f64_equals_a_plain_rust_cg() {
 /// An operator that changes under the solve (A x scaled by 1 + amp ((k mod 7) - 3) at its
 /// k-th application): pipelined CG's replacement finds the true residual far from the updated
 /// one and says so, early or at the limit, instead of a stall to the limit with the advice
-/// to raise it.
+/// to raise it; and the standard recurrence's error from an initial x far from the solution
+/// names that cause.
 #[test]
 fn pipelined_cg_names_an_operator_that_changes() {
     let ctx = ctx();
     if !ctx.gpu().f64() {
         return;
     }
-    let (a, b, vertices, _, _) = laplacian::<f64>(&ctx, 32);
+    let (a, b, vertices, xr, _) = laplacian::<f64>(&ctx, 32);
     let solve = |amp: f64, max_iterations| {
         let k = std::cell::Cell::new(0u32);
         let op = |ctx: &Context, x: &Dat<f64>, y: &Dat<f64>| -> parloop::Result<()> {
@@ -296,6 +297,26 @@ fn pipelined_cg_names_an_operator_that_changes() {
         "{e}"
     );
     assert!(e.to_string().contains("not the same linear map"), "{e}");
+    // A fixed operator from an initial x far from the solution: rounding, which grows with
+    // the first residual, leaves the true residual far above the updated one; the error
+    // names that cause too.
+    // (The solution times 1 + 1e9 (i mod 7): 0 where the boundary rows hold it at 0.)
+    let values: Vec<f64> = xr
+        .iter()
+        .enumerate()
+        .map(|(i, x)| x * (1.0 + 1e9 * (i % 7) as f64))
+        .collect();
+    let u = ctx.dat("u", &vertices, 1, &values).unwrap();
+    let opts = SolveOptions {
+        rtol: 1e-14,
+        ..SolveOptions::default()
+    };
+    let e = cg(&ctx, &a, &b, &u, None, &opts).err().expect("an error");
+    assert!(
+        e.to_string()
+            .contains("the initial x is far from the solution"),
+        "{e}"
+    );
     // Large ones: no replacement is reached; the limit's true residual tells.
     let e = solve(1e-3, 300);
     let m = e.to_string();
