@@ -20,10 +20,9 @@
 //! are computed afresh from x, and s, q and z from p (as PETSc's `KSPPIPECGRR` does where
 //! its error estimate asks; here the rule is Sleijpen and van der Vorst's reliable
 //! updating, decided by the host at a check, so no estimate is carried per iteration).
-//! p, the step lengths and beta's history are kept: the
-//! recurrence goes on, unless the updated r was farther than [`DRIFT`] times its norm from
-//! b - A x (rounding errors the residual's size, at the true residual's floor): then it
-//! restarts from x. [`STALLED`] restarts in a row that do not halve the smallest replaced
+//! p, the step lengths and beta's history are kept: the recurrence goes on, unless the
+//! updated r was farther than [`DRIFT`] times its norm from b - A x (rounding errors the
+//! residual's size, at the true residual's floor): then it restarts from x. [`STALLED`] restarts in a row that do not halve the smallest replaced
 //! residual stop the solve: its true residual has stopped falling above rtol.
 
 use super::cg_single::{BREAKDOWN, constants, products};
@@ -297,7 +296,7 @@ pub(super) async fn cg_pipelined<T: Real>(
         restart = true;
         f.report.restarts += 1;
         floor.misses = if progress { 0 } else { floor.misses + 1 };
-        let far = f.far(0.0);
+        let far = f.far();
         if floor.misses > 0 && replaced > far {
             let error = floor.changed(it, res, before, far, f.first());
             return f.give_up(error);
@@ -307,25 +306,14 @@ pub(super) async fn cg_pipelined<T: Real>(
         }
     }
     // Its recurrences can stagnate where the standard one converges: the limit says so.
-    f.limit(a, &r, &n).await.map_err(|e| match e {
-        crate::Error::Solver {
-            solver,
-            failure: SolverFailure::NotConverged,
-            iterations,
-            residual,
-            message,
-        } => crate::Error::Solver {
-            solver,
-            failure: SolverFailure::NotConverged,
-            iterations,
-            residual,
-            message: format!(
-                "{message} (pipelined CG's recurrences stagnate on some systems where the \
-                 standard recurrence converges: try it, or single_reduction)"
-            ),
-        },
-        e => e,
-    })
+    let mut done = f.limit(a, &r, &n).await;
+    if let Err(crate::Error::Solver { message, .. }) = &mut done {
+        message.push_str(
+            " (pipelined CG's recurrences stagnate on some systems where the standard \
+             recurrence converges: try it, or single_reduction)",
+        );
+    }
+    done
 }
 
 /// The replaced residuals of a solve, to tell where its true residual stopped falling.

@@ -479,7 +479,7 @@ impl<'a, T: Real> Frame<'a, T> {
         self.report.true_residual = true_residual;
         // Rounding alone leaves the true residual of a correct solve about cond(A) eps above
         // the updated one, below rtol.
-        let far = self.far(0.0);
+        let far = self.far();
         self.report.converged = true_residual <= far;
         if self.report.converged || self.opts.allow_unconverged {
             return Ok(self.report);
@@ -523,16 +523,16 @@ impl<'a, T: Real> Frame<'a, T> {
         Err(error)
     }
 
-    /// Above what a true residual may be, from an updated one `res` (or rtol, if above):
-    /// 1000 times that, and 0.1 (f32) or 1e-6 (f64). Farther is more than rounding explains
-    /// for the systems solved in practice (cond(A) up to about 1e6 in f32, 1e10 in f64), from
-    /// an initial x not far from the solution (the errors' messages name that case).
-    pub fn far(&self, res: f64) -> f64 {
+    /// Above what a true residual may be: 1000 rtol, and 0.1 (f32) or 1e-6 (f64). Farther is
+    /// more than rounding explains for the systems solved in practice (cond(A) up to about
+    /// 1e6 in f32, 1e10 in f64), from an initial x not far from the solution (the errors'
+    /// messages name that case).
+    pub fn far(&self) -> f64 {
         let floor = match T::DTYPE {
             DType::F32 => 0.1,
             _ => 1e-6,
         };
-        (1e3 * res.max(self.opts.rtol)).max(floor)
+        (1e3 * self.opts.rtol).max(floor)
     }
 
     /// The first relative residual, ||b - A x0|| / ||b||.
@@ -548,8 +548,8 @@ impl<'a, T: Real> Frame<'a, T> {
         let (k, best) = self.best;
         let true_residual = self.report.true_residual;
         // At the limit the true residual is near the updated one, or at the floor rounding
-        // allows (far(0)); farther, the operator changed.
-        let advice = if true_residual > (10.0 * res).max(self.far(0.0)) {
+        // allows (far()); farther, the operator changed.
+        let advice = if true_residual > (10.0 * res).max(self.far()) {
             format!(
                 "its true residual ||b - A x|| / ||b|| is {true_residual:.3e}, far above it: {}; \
                  set allow_unconverged to take the iterate",
